@@ -1,0 +1,1 @@
+"""Everything that talks to Kafka and ZooKeeper. Knows nothing of Django."""

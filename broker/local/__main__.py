@@ -1,0 +1,56 @@
+"""Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from broker.errors import KazamiError
+from broker.local import launcher
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m broker.local",
+                                     description="Run a real Apache Kafka cluster (ZooKeeper + brokers) on this machine.")
+    parser.add_argument("--data", default=None, help=f"data folder (default {launcher.DEFAULT_DATA})")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start ZooKeeper and the brokers in the background and wait until they are ready")
+    up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument("--zookeeper-port", type=int, default=2181)
+    up.add_argument("--base-port", type=int, default=9092, help="broker N listens on base-port + N")
+    up.add_argument("--data", dest="data_up", default=None, help="data folder")
+    sub.add_parser("status", help="print what runs now as JSON")
+    for name in ("stop-broker", "start-broker"):
+        cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one broker")
+        cmd.add_argument("broker_id", type=int, metavar="N")
+    sub.add_parser("down", help="stop every broker and ZooKeeper (data is kept)")
+    sub.add_parser("fetch-jars", help="fetch the Kafka jars from Maven Central (done by `up` when needed)")
+    args = parser.parse_args(argv)
+    data = getattr(args, "data_up", None) or args.data
+
+    try:
+        if args.command == "up":
+            if args.brokers < 1:
+                parser.error("--brokers must be at least 1")
+            launcher.up(data, brokers=args.brokers, zookeeper_port=args.zookeeper_port, base_port=args.base_port)
+        elif args.command == "status":
+            print(json.dumps(launcher.status(data), indent=2))
+        elif args.command == "stop-broker":
+            launcher.stop_broker(args.broker_id, data)
+        elif args.command == "start-broker":
+            launcher.start_broker(args.broker_id, data)
+        elif args.command == "down":
+            launcher.down(data)
+        elif args.command == "fetch-jars":
+            launcher.fetch_jars()
+    except KazamiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

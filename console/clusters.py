@@ -1,0 +1,126 @@
+"""The clusters this console shows, read once from the environment (and an optional TOML file).
+
+The default cluster comes from ``KAFKA_BOOTSTRAP_SERVERS`` / ``ZOOKEEPER_CONNECT`` and the
+``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*`` and ``KAFKA_SSL_*`` variables, and is called
+``KAZAMI_CLUSTER_NAME`` (``local`` by default, the embedded cluster). More clusters come
+from ``KAZAMI_CLUSTERS_FILE``, a TOML file with one ``[clusters.<name>]`` table each; a
+password there is read from the environment variable its ``sasl_password_env`` names, so
+the file itself holds no secret.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from broker.config import ClusterConfig, split_servers
+from broker.connection import ClusterConnection
+from broker.errors import ConfigError, UnknownCluster
+from console.env import env_bool, env_float, env_str
+
+_lock = threading.Lock()
+_connections: dict[str, ClusterConnection] = {}
+_configs: dict[str, ClusterConfig] | None = None
+
+
+def default_cluster_from_env() -> ClusterConfig:
+    return ClusterConfig(
+        name=env_str("KAZAMI_CLUSTER_NAME", "local"),
+        bootstrap_servers=split_servers(env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094")),
+        zookeeper_connect=env_str("ZOOKEEPER_CONNECT", "127.0.0.1:2181") or None,
+        security_protocol=env_str("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
+        sasl_mechanism=os.environ.get("KAFKA_SASL_MECHANISM"),
+        sasl_username=os.environ.get("KAFKA_SASL_USERNAME"),
+        sasl_password=os.environ.get("KAFKA_SASL_PASSWORD"),
+        ssl_cafile=os.environ.get("KAFKA_SSL_CAFILE"),
+        ssl_certfile=os.environ.get("KAFKA_SSL_CERTFILE"),
+        ssl_keyfile=os.environ.get("KAFKA_SSL_KEYFILE"),
+        ssl_check_hostname=env_bool("KAFKA_SSL_CHECK_HOSTNAME", True),
+        read_only=env_bool("KAZAMI_READ_ONLY", False),
+        timeout=env_float("KAZAMI_KAFKA_TIMEOUT", 2.5, minimum=0.1),
+    )
+
+
+def clusters_from_file(path: Path, timeout: float) -> list[ClusterConfig]:
+    """Clusters declared in a TOML file; raises ConfigError naming the file and the problem."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: {exc.strerror}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: not valid TOML ({exc}).") from None
+    tables = data.get("clusters")
+    if not isinstance(tables, dict):
+        raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: expected [clusters.<name>] tables.")
+    return [_cluster_from_table(name, table, path, timeout) for name, table in tables.items()]
+
+
+def _cluster_from_table(name: str, table: Any, path: Path, timeout: float) -> ClusterConfig:
+    if not isinstance(table, dict) or "bootstrap_servers" not in table:
+        raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: [clusters.{name}] needs bootstrap_servers.")
+    password_env = table.get("sasl_password_env")
+    password = os.environ.get(password_env) if password_env else None
+    if password_env and password is None:
+        raise ConfigError(f"cluster {name!r}: environment variable {password_env} (sasl_password_env) is not set.")
+    servers = table["bootstrap_servers"]
+    return ClusterConfig(
+        name=name,
+        bootstrap_servers=tuple(servers) if isinstance(servers, list) else split_servers(str(servers)),
+        zookeeper_connect=table.get("zookeeper_connect"),
+        security_protocol=str(table.get("security_protocol", "PLAINTEXT")).upper(),
+        sasl_mechanism=table.get("sasl_mechanism"),
+        sasl_username=table.get("sasl_username"),
+        sasl_password=password,
+        ssl_cafile=table.get("ssl_cafile"),
+        ssl_certfile=table.get("ssl_certfile"),
+        ssl_keyfile=table.get("ssl_keyfile"),
+        ssl_check_hostname=bool(table.get("ssl_check_hostname", True)),
+        read_only=bool(table.get("read_only", False)),
+        timeout=float(table.get("timeout", timeout)),
+    )
+
+
+def load_configs() -> dict[str, ClusterConfig]:
+    """Every configured cluster by name, the default one first; raises ConfigError."""
+    default = default_cluster_from_env()
+    configs = {default.name: default}
+    file = os.environ.get("KAZAMI_CLUSTERS_FILE")
+    if file:
+        for config in clusters_from_file(Path(file), default.timeout):
+            if config.name in configs:
+                raise ConfigError(f"cluster {config.name!r} is declared twice.")
+            configs[config.name] = config
+    return configs
+
+
+def get_configs() -> dict[str, ClusterConfig]:
+    global _configs
+    with _lock:
+        if _configs is None:
+            _configs = load_configs()
+        return _configs
+
+
+def get_connection(name: str) -> ClusterConnection:
+    """The shared connection of cluster ``name``; raises UnknownCluster."""
+    configs = get_configs()
+    if name not in configs:
+        raise UnknownCluster(f"No cluster named {name!r}; configured: {', '.join(configs)}.")
+    with _lock:
+        conn = _connections.get(name)
+        if conn is None:
+            conn = _connections[name] = ClusterConnection(configs[name])
+        return conn
+
+
+def reset_for_tests() -> None:
+    """Forget the configuration and connections (settings changed under a test)."""
+    global _configs
+    with _lock:
+        for conn in _connections.values():
+            conn.close()
+        _connections.clear()
+        _configs = None

@@ -1,0 +1,88 @@
+"""One place that maps domain errors to HTTP answers: JSON for the API, a page otherwise."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from broker.errors import ClusterUnavailable, ConfigError, KazamiError, UnknownCluster
+
+log = logging.getLogger(__name__)
+
+# The most specific class wins; KazamiError is a plain bad request.
+STATUS: list[tuple[type[KazamiError], int, str]] = [
+    (UnknownCluster, 404, "unknown_cluster"),
+    (ClusterUnavailable, 503, "cluster_unavailable"),
+    (ConfigError, 500, "configuration_error"),
+    (KazamiError, 400, "bad_request"),
+]
+
+
+def status_of(exc: KazamiError) -> tuple[int, str]:
+    for cls, status, code in STATUS:
+        if isinstance(exc, cls):
+            return status, code
+    return 400, "bad_request"
+
+
+def json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": code, "message": message}, status=status)
+
+
+def api_view(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
+    """An API view returns a JSON-able value; errors become {"error", "message"} with their status."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            result = view(request, *args, **kwargs)
+        except KazamiError as exc:
+            status, code = status_of(exc)
+            return json_error(status, code, str(exc))
+        except Exception:
+            log.exception("API view %s failed", view.__name__)
+            return json_error(500, "internal_error", "The console failed to answer; the error is in its log.")
+        if isinstance(result, HttpResponse):
+            return result
+        return JsonResponse(result, safe=False, json_dumps_params={"indent": 2})
+
+    return wrapper
+
+
+def page_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page view; a domain error renders the error page with its status, never Django's."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except KazamiError as exc:
+            status, _ = status_of(exc)
+            return render(request, "errors/error.html", {"status": status, "message": str(exc)}, status=status)
+
+    return wrapper
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    message = f"Nothing at {request.path}."
+    if request.path.startswith("/api/"):
+        return json_error(404, "not_found", message)
+    return render(request, "errors/error.html", {"status": 404, "message": message}, status=404)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    message = "The console failed to answer this request; the error is in its log."
+    if request.path.startswith("/api/"):
+        return json_error(500, "internal_error", message)
+    return render(request, "errors/error.html", {"status": 500, "message": message}, status=500)
+
+
+def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_error(400, "bad_request", "Bad request.")
+    return render(request, "errors/error.html", {"status": 400, "message": "Bad request."}, status=400)

@@ -1,0 +1,37 @@
+"""The sections of a cluster's pages, in the order the navigation shows them.
+
+A new page slots in by adding a Section here and a URL named ``cluster-<key>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+
+from console.clusters import get_configs
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    url_name: str
+
+
+SECTIONS: list[Section] = [
+    Section("overview", "Overview", "cluster-overview"),
+]
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Template context: the sections, the configured cluster names and the current cluster."""
+    match = getattr(request, "resolver_match", None)
+    current = match.kwargs.get("cluster") if match else None
+    return {
+        "nav_sections": SECTIONS,
+        "nav_clusters": list(get_configs()),
+        "nav_cluster": current,
+        "nav_current": match.url_name if match else None,
+    }

@@ -1,0 +1,137 @@
+"""Django settings, read strictly from the environment with safe local defaults.
+
+Every variable is listed in the README ("Configuration"). A bad value stops the
+console at start with one line naming the variable.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from broker.errors import ConfigError
+from console.env import env_bool, env_float, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("KAZAMI_VAR_DIR", str(BASE_DIR / "var")))
+
+
+def _secret_key() -> str:
+    """KAZAMI_SECRET_KEY, or a key generated once and kept in var/ for a local console."""
+    key = env_str("KAZAMI_SECRET_KEY", "")
+    if key:
+        return key
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _database(url: str) -> dict[str, Any]:
+    """DATABASE_URL as Django wants it: sqlite:///path or postgres://user:pass@host:port/name."""
+    if not url:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "kazami.sqlite3"}
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.path or ":memory:"}
+    if parsed.scheme in ("postgres", "postgresql"):
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": parsed.path.lstrip("/"),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+        }
+    raise ConfigError(f"DATABASE_URL: scheme {parsed.scheme!r} is not sqlite or postgres.")
+
+
+def _channel_layer(url: str) -> dict[str, Any]:
+    if not url:
+        return {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    if not url.startswith(("redis://", "rediss://")):
+        raise ConfigError(f"REDIS_URL: expected redis://host:port/db, got {url!r}.")
+    return {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("KAZAMI_DEBUG", False)
+ALLOWED_HOSTS = env_list("KAZAMI_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("KAZAMI_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "console.apps.ConsoleConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+ASGI_APPLICATION = "console.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "console.navigation.navigation",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": _database(env_str("DATABASE_URL", ""))}
+CHANNEL_LAYERS = {"default": _channel_layer(env_str("REDIS_URL", ""))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+# Front-end libraries come from npm (package.json); only their dist folders are served.
+_NODE = BASE_DIR / "node_modules"
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/htmx", _NODE / "htmx.org" / "dist"),
+    ("vendor/htmx-ext-ws", _NODE / "htmx-ext-ws" / "dist"),
+    ("vendor/chart.js", _NODE / "chart.js" / "dist"),
+]
+
+# How often live pages are refreshed over the websocket, in seconds.
+KAZAMI_LIVE_INTERVAL = env_float("KAZAMI_LIVE_INTERVAL", 3.0, minimum=0.2)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("KAZAMI_LOG_LEVEL", "INFO")},
+    "loggers": {"kafka": {"level": "ERROR"}, "kazoo": {"level": "WARNING"}},
+}

@@ -1,0 +1,1 @@
+"""Thin views: validate input, make one call into broker/, render the answer."""
