@@ -23,7 +23,7 @@ class BrokerInfo:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}" if self.host else "unknown"
+        return f"{self.host}:{self.port}" if self.host else "not registered"
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class ClusterOverview:
     @property
     def fetched_at_ms(self) -> int:
         return int(self.fetched_at * 1000)
+
+    @property
+    def brokers_up(self) -> int:
+        return sum(1 for b in self.brokers if b.alive)
 
     @property
     def brokers_down(self) -> int:

@@ -95,10 +95,10 @@ class ClusterConnection:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, kafka.errors.KafkaTimeoutError):
-        return "no broker answered"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """A short reason for an unreachable cluster; kafka-python's own texts are not meant for users."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"no broker answered ({exc.strerror})"
+    return "no broker answered"
 
 
 def _close_quietly(admin: KafkaAdminClient) -> None:

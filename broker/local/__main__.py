@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 from broker.errors import KazamiError
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop every broker and ZooKeeper (data is kept)")
     sub.add_parser("fetch-jars", help="fetch the Kafka jars from Maven Central (done by `up` when needed)")
     args = parser.parse_args(argv)
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its connection chatter is not for users
     data = getattr(args, "data_up", None) or args.data
 
     try:

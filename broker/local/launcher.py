@@ -23,9 +23,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from broker.errors import KazamiError
 
@@ -242,10 +247,13 @@ def pid_alive(pid: int | None) -> bool:
 def _is_our_java(pid: int) -> bool:
     """True when pid is a JVM started from our jars (a recycled pid is not ours)."""
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
         return False
-    return any(str(JARS).encode() in part for part in cmdline)
+    except OSError:
+        return True
+    # Empty while the Java launcher re-executes itself at start: still ours.
+    return not cmdline or str(JARS).encode() in cmdline
 
 
 def port_in_use(port: int) -> bool:
@@ -264,6 +272,20 @@ def port_open(port: int, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def zookeeper_serving(port: int, timeout: float = 1.0) -> bool:
+    """True when ZooKeeper answers the ``srvr`` command as a serving server (not merely listening)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"srvr")
+            s.settimeout(timeout)
+            reply = b""
+            while chunk := s.recv(4096):
+                reply += chunk
+    except OSError:
+        return False
+    return b"Mode:" in reply
 
 
 def _spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap: str) -> int:
@@ -310,33 +332,76 @@ def _wait(predicate: Callable[[], bool], timeout: float, what: str, layout: Clus
 # ---------------------------------------------------------------- ZooKeeper view of the cluster
 
 
-def registered_brokers(layout: ClusterLayout) -> tuple[set[int], int | None]:
-    """(broker ids registered in ZooKeeper, controller id or None); empty when ZooKeeper is down."""
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import NoNodeError
-    from kazoo.handlers.threading import KazooTimeoutError
-
-    if not port_open(layout.zookeeper_port):
-        return set(), None
+@contextmanager
+def _zookeeper(layout: ClusterLayout) -> Iterator[KazooClient | None]:
+    """A short-lived ZooKeeper session, or None when ZooKeeper does not answer."""
+    if not zookeeper_serving(layout.zookeeper_port):
+        yield None
+        return
     zk = KazooClient(hosts=layout.zookeeper_connect, timeout=3.0, connection_retry={"max_tries": 1})
     try:
         zk.start(timeout=3.0)
     except KazooTimeoutError:
-        return set(), None
+        yield None
+        return
     try:
+        yield zk
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def registrations(layout: ClusterLayout) -> tuple[dict[int, float], int | None]:
+    """({broker id: registration time in epoch seconds}, controller id or None) as ZooKeeper has them;
+    empty when ZooKeeper is down."""
+    with _zookeeper(layout) as zk:
+        if zk is None:
+            return {}, None
+        found: dict[int, float] = {}
         try:
-            ids = {int(x) for x in zk.get_children("/brokers/ids")}
+            for child in zk.get_children("/brokers/ids"):
+                try:
+                    _, stat = zk.get(f"/brokers/ids/{child}")
+                    found[int(child)] = stat.ctime / 1000
+                except NoNodeError:
+                    continue
         except NoNodeError:
-            ids = set()
+            pass
         try:
             raw, _ = zk.get("/controller")
             controller: int | None = int(json.loads(raw)["brokerid"])
         except NoNodeError:
             controller = None
-        return ids, controller
-    finally:
-        zk.stop()
-        zk.close()
+        return found, controller
+
+
+def registered_brokers(layout: ClusterLayout) -> tuple[set[int], int | None]:
+    """(broker ids registered in ZooKeeper, controller id or None); empty when ZooKeeper is down."""
+    found, controller = registrations(layout)
+    return set(found), controller
+
+
+def _clear_stale_registrations(layout: ClusterLayout, broker_ids: list[int]) -> None:
+    """Delete the registrations of our brokers that are not running.
+
+    A ZooKeeper restarted from its snapshot keeps the ephemeral nodes of the sessions it
+    knew until they expire; a broker starting meanwhile fails with NodeExists. The ids are
+    this cluster's own and their processes are gone, so those nodes are stale by definition.
+    """
+    with _zookeeper(layout) as zk:
+        if zk is None:
+            return
+        for b in broker_ids:
+            try:
+                zk.delete(f"/brokers/ids/{b}")
+            except NoNodeError:
+                pass
+        try:
+            raw, _ = zk.get("/controller")
+            if int(json.loads(raw)["brokerid"]) in broker_ids:
+                zk.delete("/controller")
+        except NoNodeError:
+            pass
 
 
 # ---------------------------------------------------------------- commands
@@ -384,14 +449,17 @@ def up(data: str | Path | None = None, brokers: int = 3, zookeeper_port: int = 2
         layout.pids["zookeeper"] = _spawn(layout, "zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                                           config / "zookeeper.properties", ZOOKEEPER_HEAP)
         layout.save()
-        _wait(lambda: port_open(layout.zookeeper_port), 60, f"ZooKeeper on port {layout.zookeeper_port}", layout)
+        _wait(lambda: zookeeper_serving(layout.zookeeper_port), 60, f"ZooKeeper on port {layout.zookeeper_port}", layout)
         echo(f"ZooKeeper    127.0.0.1:{layout.zookeeper_port}  pid {layout.pids['zookeeper']}")
-    for b, alive in brokers_alive.items():
-        if not alive:
-            layout.pids[f"broker-{b}"] = _spawn(layout, f"broker-{b}", "kafka.Kafka",
-                                                config / f"server-{b}.properties", BROKER_HEAP)
-            layout.save()
-    _wait(lambda: _all_registered(layout), timeout, "every broker to register and a controller to be elected", layout)
+    starting = [b for b, alive in brokers_alive.items() if not alive]
+    _clear_stale_registrations(layout, starting)
+    started_at = time.time() - 1.0
+    for b in starting:
+        layout.pids[f"broker-{b}"] = _spawn(layout, f"broker-{b}", "kafka.Kafka",
+                                            config / f"server-{b}.properties", BROKER_HEAP)
+        layout.save()
+    _wait(lambda: _all_registered(layout, starting, started_at), timeout,
+          "every broker to register and a controller to be elected", layout)
     for b in layout.broker_ids:
         echo(f"Broker {b}     127.0.0.1:{layout.broker_port(b)}  pid {layout.pids[f'broker-{b}']}")
     _, controller = registered_brokers(layout)
@@ -400,12 +468,14 @@ def up(data: str | Path | None = None, brokers: int = 3, zookeeper_port: int = 2
     return layout
 
 
-def _all_registered(layout: ClusterLayout) -> bool:
+def _all_registered(layout: ClusterLayout, starting: list[int], started_at: float) -> bool:
+    """Every broker registered (those just started, by a registration newer than their start)."""
     for b in layout.broker_ids:
         if not pid_alive(layout.pids.get(f"broker-{b}")):
-            raise LauncherError(f"Broker {b} exited during start; see {layout.root / 'logs' / f'broker-{b}.out'}.")
-    ids, controller = registered_brokers(layout)
-    return ids >= set(layout.broker_ids) and controller is not None
+            raise LauncherError(f"Broker {b} exited during start; see {layout.root / 'logs' / f'broker-{b}'}.")
+    found, controller = registrations(layout)
+    fresh = all(b in found and found[b] >= started_at for b in starting)
+    return fresh and set(found) >= set(layout.broker_ids) and controller is not None
 
 
 def _require_layout(data: str | Path | None) -> ClusterLayout:
@@ -469,10 +539,12 @@ def start_broker(broker_id: int, data: str | Path | None = None, echo: Callable[
     if port_in_use(port):
         raise LauncherError(f"Port {port} on 127.0.0.1 is already in use by another program.")
     write_configs(layout)
+    _clear_stale_registrations(layout, [broker_id])
+    started_at = time.time() - 1.0
     layout.pids[f"broker-{broker_id}"] = _spawn(layout, f"broker-{broker_id}", "kafka.Kafka",
                                                 layout.root / "config" / f"server-{broker_id}.properties", BROKER_HEAP)
     layout.save()
-    _wait(lambda: broker_id in registered_brokers(layout)[0], timeout, f"broker {broker_id} to register", layout)
+    _wait(lambda: _all_registered(layout, [broker_id], started_at), timeout, f"broker {broker_id} to register", layout)
     echo(f"Broker {broker_id} started on 127.0.0.1:{port}.")
 
 

@@ -1,0 +1,1 @@
+"""Demo workloads for the embedded cluster, so there is always something real to look at."""
