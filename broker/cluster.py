@@ -61,8 +61,14 @@ class ClusterOverview:
             "controller": self.controller,
             "version": self.version,
             "brokers": [
-                {"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "alive": b.alive,
-                 "is_controller": b.is_controller}
+                {
+                    "id": b.id,
+                    "host": b.host,
+                    "port": b.port,
+                    "rack": b.rack,
+                    "alive": b.alive,
+                    "is_controller": b.is_controller,
+                }
                 for b in self.brokers
             ],
             "topics": self.topics,
@@ -98,8 +104,9 @@ def _protocol_version(admin: KafkaAdminClient, controller: int | None) -> str | 
     return str(value) if value else None
 
 
-def build_overview(conn: ClusterConnection, cluster: dict[str, Any], topics: list[dict[str, Any]],
-                   version: str | None) -> ClusterOverview:
+def build_overview(
+    conn: ClusterConnection, cluster: dict[str, Any], topics: list[dict[str, Any]], version: str | None
+) -> ClusterOverview:
     """Pure assembly of the overview from the raw answers (kept apart so it is testable without Kafka)."""
     controller = cluster.get("controller_id")
     controller = controller if isinstance(controller, int) and controller >= 0 else None
@@ -126,8 +133,16 @@ def build_overview(conn: ClusterConnection, cluster: dict[str, Any], topics: lis
     brokers = []
     for broker_id in ids:
         host, port, rack = alive.get(broker_id) or conn.known_brokers.get(broker_id) or (None, None, None)
-        brokers.append(BrokerInfo(id=broker_id, host=host, port=port, rack=rack, alive=broker_id in alive,
-                                  is_controller=broker_id == controller))
+        brokers.append(
+            BrokerInfo(
+                id=broker_id,
+                host=host,
+                port=port,
+                rack=rack,
+                alive=broker_id in alive,
+                is_controller=broker_id == controller,
+            )
+        )
     return ClusterOverview(
         name=conn.config.name,
         cluster_id=cluster.get("cluster_id"),

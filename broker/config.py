@@ -44,11 +44,18 @@ class ClusterConfig:
             "request_timeout_ms": int(self.timeout * 1000),
         }
         if self.security_protocol in ("SSL", "SASL_SSL"):
-            opts.update(ssl_cafile=self.ssl_cafile, ssl_certfile=self.ssl_certfile,
-                        ssl_keyfile=self.ssl_keyfile, ssl_check_hostname=self.ssl_check_hostname)
+            opts.update(
+                ssl_cafile=self.ssl_cafile,
+                ssl_certfile=self.ssl_certfile,
+                ssl_keyfile=self.ssl_keyfile,
+                ssl_check_hostname=self.ssl_check_hostname,
+            )
         if self.security_protocol.startswith("SASL_"):
-            opts.update(sasl_mechanism=self.sasl_mechanism, sasl_plain_username=self.sasl_username,
-                        sasl_plain_password=self.sasl_password)
+            opts.update(
+                sasl_mechanism=self.sasl_mechanism,
+                sasl_plain_username=self.sasl_username,
+                sasl_plain_password=self.sasl_password,
+            )
         return opts
 
 
@@ -63,10 +70,14 @@ def check_cluster_config(config: ClusterConfig) -> None:
         if not HOST_PORT.match(server):
             raise ConfigError(f"{where}: bootstrap server {server!r} is not host:port.")
     if config.security_protocol not in SECURITY_PROTOCOLS:
-        raise ConfigError(f"{where}: security protocol {config.security_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}.")
+        raise ConfigError(
+            f"{where}: security protocol {config.security_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}."
+        )
     if config.security_protocol.startswith("SASL_"):
         if config.sasl_mechanism not in SASL_MECHANISMS:
-            raise ConfigError(f"{where}: SASL mechanism {config.sasl_mechanism!r} is not one of {', '.join(SASL_MECHANISMS)}.")
+            raise ConfigError(
+                f"{where}: SASL mechanism {config.sasl_mechanism!r} is not one of {', '.join(SASL_MECHANISMS)}."
+            )
         if not config.sasl_username or config.sasl_password is None:
             raise ConfigError(f"{where}: SASL needs a username and a password.")
     if config.timeout <= 0:

@@ -104,5 +104,5 @@ def _describe(exc: BaseException) -> str:
 def _close_quietly(admin: KafkaAdminClient) -> None:
     try:
         admin.close()
-    except Exception:  # noqa: BLE001 - a client that failed may fail to close too; nothing to do
+    except Exception:
         log.debug("closing a dropped admin client failed", exc_info=True)

@@ -29,7 +29,9 @@ _configs: dict[str, ClusterConfig] | None = None
 def default_cluster_from_env() -> ClusterConfig:
     return ClusterConfig(
         name=env_str("KAZAMI_CLUSTER_NAME", "local"),
-        bootstrap_servers=split_servers(env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094")),
+        bootstrap_servers=split_servers(
+            env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094")
+        ),
         zookeeper_connect=env_str("ZOOKEEPER_CONNECT", "127.0.0.1:2181") or None,
         security_protocol=env_str("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
         sasl_mechanism=os.environ.get("KAFKA_SASL_MECHANISM"),

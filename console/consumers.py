@@ -13,7 +13,7 @@ from console.fragments import LIVE_FRAGMENTS
 CLOSE_UNKNOWN = 4404
 
 
-class LiveConsumer(AsyncWebsocketConsumer):
+class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     """``/ws/clusters/<cluster>/<view>/``: the view's fragment now, then at every poll."""
 
     cluster: str

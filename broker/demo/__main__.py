@@ -14,8 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m broker.demo", description="Demo workloads for a Kafka cluster.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmd = sub.add_parser("seed", help="create the demo topics and fill them (once)")
-    cmd.add_argument("--bootstrap-servers",
-                     default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"))
+    cmd.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"),
+    )
     args = parser.parse_args(argv)
     try:
         seed(args.bootstrap_servers)

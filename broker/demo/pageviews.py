@@ -13,8 +13,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-PAGES = ["/", "/products", "/products/42", "/products/7", "/cart", "/checkout", "/blog/kafka-lag",
-         "/blog/spark-streaming", "/pricing", "/docs", "/docs/install", "/about"]
+PAGES = [
+    "/",
+    "/products",
+    "/products/42",
+    "/products/7",
+    "/cart",
+    "/checkout",
+    "/blog/kafka-lag",
+    "/blog/spark-streaming",
+    "/pricing",
+    "/docs",
+    "/docs/install",
+    "/about",
+]
 REFERRERS = ["", "https://search.example/", "https://news.example/", "https://social.example/", "newsletter"]
 COUNTRIES = ["DE", "FR", "US", "JP", "BR", "IN", "GB", "NL"]
 DEVICES = ["desktop", "mobile", "tablet"]
@@ -27,8 +39,9 @@ class Event:
     timestamp_ms: int
 
 
-def page_view_events(count: int, users: int = 500, seed: int = 7, end_ms: int | None = None,
-                     span_ms: int = 3_600_000) -> Iterator[Event]:
+def page_view_events(
+    count: int, users: int = 500, seed: int = 7, end_ms: int | None = None, span_ms: int = 3_600_000
+) -> Iterator[Event]:
     """``count`` events spread over ``span_ms`` ending at ``end_ms`` (now by default), oldest first."""
     rng = random.Random(seed)
     end = end_ms if end_ms is not None else int(time.time() * 1000)

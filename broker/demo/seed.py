@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,12 +24,15 @@ class DemoTopic:
 
 
 DEMO_TOPICS = [
-    DemoTopic("page-views", partitions=6, replication=3, configs={"retention.ms": str(30 * 24 * 3600 * 1000)},
-              messages=5000),
+    DemoTopic(
+        "page-views", partitions=6, replication=3, configs={"retention.ms": str(30 * 24 * 3600 * 1000)}, messages=5000
+    ),
 ]
 
 
-def seed(bootstrap_servers: str, echo: Callable[[str], None] = print, topics: list[DemoTopic] | None = None) -> dict[str, int]:
+def seed(
+    bootstrap_servers: str, echo: Callable[[str], None] = print, topics: list[DemoTopic] | None = None
+) -> dict[str, int]:
     """Create each demo topic that is missing and produce its messages into it (acks=all).
 
     Returns {topic: messages produced now} (0 for a topic that already existed).
@@ -36,8 +40,9 @@ def seed(bootstrap_servers: str, echo: Callable[[str], None] = print, topics: li
     """
     servers = bootstrap_servers.split(",")
     try:
-        admin = KafkaAdminClient(bootstrap_servers=servers, client_id="kazami-demo", bootstrap_timeout_ms=10_000,
-                                 request_timeout_ms=15_000)
+        admin = KafkaAdminClient(
+            bootstrap_servers=servers, client_id="kazami-demo", bootstrap_timeout_ms=10_000, request_timeout_ms=15_000
+        )
     except Exception as exc:  # noqa: BLE001 - kafka-python raises several kinds here
         raise ClusterUnavailable(f"Cannot reach {bootstrap_servers} to seed demo data: {exc}") from None
     produced: dict[str, int] = {}
@@ -49,14 +54,14 @@ def seed(bootstrap_servers: str, echo: Callable[[str], None] = print, topics: li
                 produced[topic.name] = 0
                 continue
             replication = min(topic.replication, len(admin.describe_cluster()["brokers"]))
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics([NewTopic(topic.name, topic.partitions, replication, topic_configs=topic.configs)])
-            except TopicAlreadyExistsError:
-                pass
             admin.wait_for_topics([topic.name], timeout_ms=30_000)
             produced[topic.name] = _produce(servers, topic)
-            echo(f"Demo topic {topic.name}: {topic.partitions} partitions x {replication} replicas, "
-                 f"{produced[topic.name]} messages.")
+            echo(
+                f"Demo topic {topic.name}: {topic.partitions} partitions x {replication} replicas, "
+                f"{produced[topic.name]} messages."
+            )
     finally:
         admin.close()
     return produced

@@ -12,8 +12,10 @@ from broker.local import launcher
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker.local",
-                                     description="Run a real Apache Kafka cluster (ZooKeeper + brokers) on this machine.")
+    parser = argparse.ArgumentParser(
+        prog="python -m broker.local",
+        description="Run a real Apache Kafka cluster (ZooKeeper + brokers) on this machine.",
+    )
     parser.add_argument("--data", default=None, help=f"data folder (default {launcher.DEFAULT_DATA})")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start ZooKeeper and the brokers in the background and wait until they are ready")

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -102,7 +102,9 @@ def check_java() -> str:
     """Path of a Java 17+ ``java``; raises LauncherError saying what to install otherwise."""
     java = shutil.which("java")
     if java is None:
-        raise LauncherError("Java 17 or newer is needed to run Kafka: install it (e.g. `apt-get install openjdk-17-jre-headless`).")
+        raise LauncherError(
+            "Java 17 or newer is needed to run Kafka: install it (e.g. `apt-get install openjdk-17-jre-headless`)."
+        )
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     version = _java_major(out)
     if version is not None and version < 17:
@@ -133,9 +135,19 @@ def fetch_jars(echo: Callable[[str], None] = print) -> None:
         raise LauncherError("Maven is needed once to fetch the Kafka jars: install it (e.g. `apt-get install maven`).")
     echo("Fetching the Apache Kafka jars from Maven Central (once)...")
     result = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-         f"-DoutputDirectory={JARS}", "-DincludeScope=runtime"],
-        capture_output=True, text=True, timeout=1800,
+        [
+            mvn,
+            "-q",
+            "-B",
+            "-f",
+            str(POM),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={JARS}",
+            "-DincludeScope=runtime",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     if result.returncode != 0:
         tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
@@ -151,65 +163,71 @@ def classpath() -> str:
 
 
 def zookeeper_properties(layout: ClusterLayout) -> str:
-    return "\n".join([
-        f"dataDir={layout.root / 'zookeeper'}",
-        f"clientPort={layout.zookeeper_port}",
-        "clientPortAddress=127.0.0.1",
-        "maxClientCnxns=0",
-        "admin.enableServer=false",
-        "4lw.commands.whitelist=ruok,stat,srvr,mntr",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"dataDir={layout.root / 'zookeeper'}",
+            f"clientPort={layout.zookeeper_port}",
+            "clientPortAddress=127.0.0.1",
+            "maxClientCnxns=0",
+            "admin.enableServer=false",
+            "4lw.commands.whitelist=ruok,stat,srvr,mntr",
+            "",
+        ]
+    )
 
 
 def broker_properties(layout: ClusterLayout, broker_id: int) -> str:
     """server-N.properties for one broker, sized for a single small machine."""
     port = layout.broker_port(broker_id)
     replicas = min(3, layout.brokers)
-    return "\n".join([
-        f"broker.id={broker_id}",
-        f"listeners=PLAINTEXT://127.0.0.1:{port}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-        f"log.dirs={layout.root / f'kafka-logs-{broker_id}'}",
-        f"zookeeper.connect={layout.zookeeper_connect}",
-        "zookeeper.connection.timeout.ms=18000",
-        "num.network.threads=2",
-        "num.io.threads=2",
-        "num.partitions=3",
-        f"default.replication.factor={replicas}",
-        f"offsets.topic.replication.factor={replicas}",
-        "offsets.topic.num.partitions=12",
-        f"transaction.state.log.replication.factor={replicas}",
-        f"transaction.state.log.min.isr={min(2, replicas)}",
-        "transaction.state.log.num.partitions=4",
-        "group.initial.rebalance.delay.ms=0",
-        "auto.create.topics.enable=false",
-        "delete.topic.enable=true",
-        # Small segments so the segment browser has several files to show.
-        "log.segment.bytes=16777216",
-        "log.retention.hours=168",
-        "controlled.shutdown.enable=true",
-        "controlled.shutdown.max.retries=1",
-        "controlled.shutdown.retry.backoff.ms=1000",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"broker.id={broker_id}",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            f"log.dirs={layout.root / f'kafka-logs-{broker_id}'}",
+            f"zookeeper.connect={layout.zookeeper_connect}",
+            "zookeeper.connection.timeout.ms=18000",
+            "num.network.threads=2",
+            "num.io.threads=2",
+            "num.partitions=3",
+            f"default.replication.factor={replicas}",
+            f"offsets.topic.replication.factor={replicas}",
+            "offsets.topic.num.partitions=12",
+            f"transaction.state.log.replication.factor={replicas}",
+            f"transaction.state.log.min.isr={min(2, replicas)}",
+            "transaction.state.log.num.partitions=4",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=false",
+            "delete.topic.enable=true",
+            # Small segments so the segment browser has several files to show.
+            "log.segment.bytes=16777216",
+            "log.retention.hours=168",
+            "controlled.shutdown.enable=true",
+            "controlled.shutdown.max.retries=1",
+            "controlled.shutdown.retry.backoff.ms=1000",
+            "",
+        ]
+    )
 
 
 def log4j_properties(log_dir: Path) -> str:
     """One log file per process (``kafka.logs.dir`` is set per process at start)."""
-    return "\n".join([
-        "log4j.rootLogger=INFO, file",
-        "log4j.appender.file=org.apache.log4j.RollingFileAppender",
-        "log4j.appender.file.File=${kafka.logs.dir}/server.log",
-        "log4j.appender.file.MaxFileSize=20MB",
-        "log4j.appender.file.MaxBackupIndex=3",
-        "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
-        "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
-        "log4j.logger.kafka.request.logger=WARN",
-        "log4j.logger.state.change.logger=WARN",
-        "log4j.logger.org.apache.zookeeper=WARN",
-        "",
-    ])
+    return "\n".join(
+        [
+            "log4j.rootLogger=INFO, file",
+            "log4j.appender.file=org.apache.log4j.RollingFileAppender",
+            "log4j.appender.file.File=${kafka.logs.dir}/server.log",
+            "log4j.appender.file.MaxFileSize=20MB",
+            "log4j.appender.file.MaxBackupIndex=3",
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "log4j.logger.kafka.request.logger=WARN",
+            "log4j.logger.state.change.logger=WARN",
+            "log4j.logger.org.apache.zookeeper=WARN",
+            "",
+        ]
+    )
 
 
 def write_configs(layout: ClusterLayout) -> None:
@@ -293,14 +311,25 @@ def _spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap:
     log_dir = layout.root / "logs" / name
     log_dir.mkdir(parents=True, exist_ok=True)
     cmd = [
-        java, *heap.split(), *JVM_FLAGS.split(),
+        java,
+        *heap.split(),
+        *JVM_FLAGS.split(),
         f"-Dkafka.logs.dir={log_dir}",
         f"-Dlog4j.configuration=file:{layout.root / 'config' / 'log4j.properties'}",
-        "-cp", classpath(), main_class, str(props),
+        "-cp",
+        classpath(),
+        main_class,
+        str(props),
     ]
     out = open(layout.root / "logs" / f"{name}.out", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=str(layout.root))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=str(layout.root),
+    )
     out.close()
     return proc.pid
 
@@ -392,10 +421,8 @@ def _clear_stale_registrations(layout: ClusterLayout, broker_ids: list[int]) -> 
         if zk is None:
             return
         for b in broker_ids:
-            try:
+            with suppress(NoNodeError):
                 zk.delete(f"/brokers/ids/{b}")
-            except NoNodeError:
-                pass
         try:
             raw, _ = zk.get("/controller")
             if int(json.loads(raw)["brokerid"]) in broker_ids:
@@ -415,14 +442,22 @@ def _resolve_layout(data: str | Path | None, brokers: int, zookeeper_port: int, 
     return ClusterLayout(data=root, brokers=brokers, zookeeper_port=zookeeper_port, base_port=base_port)
 
 
-def up(data: str | Path | None = None, brokers: int = 3, zookeeper_port: int = 2181,
-       base_port: int = 9092, echo: Callable[[str], None] = print, timeout: float = 180) -> ClusterLayout:
+def up(
+    data: str | Path | None = None,
+    brokers: int = 3,
+    zookeeper_port: int = 2181,
+    base_port: int = 9092,
+    echo: Callable[[str], None] = print,
+    timeout: float = 180,
+) -> ClusterLayout:
     """Start ZooKeeper and every broker that is not already running, then wait until all are
     registered and a controller is elected. Returns the layout; raises LauncherError."""
     layout = _resolve_layout(data, brokers, zookeeper_port, base_port)
     if (layout.brokers, layout.zookeeper_port, layout.base_port) != (brokers, zookeeper_port, base_port):
-        echo(f"Note: {layout.data} already holds a cluster of {layout.brokers} brokers on ports "
-             f"{layout.base_port}+ (ZooKeeper {layout.zookeeper_port}); using it as it is.")
+        echo(
+            f"Note: {layout.data} already holds a cluster of {layout.brokers} brokers on ports "
+            f"{layout.base_port}+ (ZooKeeper {layout.zookeeper_port}); using it as it is."
+        )
     check_java()
     fetch_jars(echo)
 
@@ -441,25 +476,38 @@ def up(data: str | Path | None = None, brokers: int = 3, zookeeper_port: int = 2
         if port_in_use(port):
             raise LauncherError(
                 f"Port {port} on 127.0.0.1 is already in use by another program; stop it or choose other "
-                f"ports (--zookeeper-port, --base-port, with a new --data folder).")
+                f"ports (--zookeeper-port, --base-port, with a new --data folder)."
+            )
 
     write_configs(layout)
     config = layout.root / "config"
     if not zk_alive:
-        layout.pids["zookeeper"] = _spawn(layout, "zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                                          config / "zookeeper.properties", ZOOKEEPER_HEAP)
+        layout.pids["zookeeper"] = _spawn(
+            layout,
+            "zookeeper",
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            config / "zookeeper.properties",
+            ZOOKEEPER_HEAP,
+        )
         layout.save()
-        _wait(lambda: zookeeper_serving(layout.zookeeper_port), 60, f"ZooKeeper on port {layout.zookeeper_port}", layout)
+        _wait(
+            lambda: zookeeper_serving(layout.zookeeper_port), 60, f"ZooKeeper on port {layout.zookeeper_port}", layout
+        )
         echo(f"ZooKeeper    127.0.0.1:{layout.zookeeper_port}  pid {layout.pids['zookeeper']}")
     starting = [b for b, alive in brokers_alive.items() if not alive]
     _clear_stale_registrations(layout, starting)
     started_at = time.time() - 1.0
     for b in starting:
-        layout.pids[f"broker-{b}"] = _spawn(layout, f"broker-{b}", "kafka.Kafka",
-                                            config / f"server-{b}.properties", BROKER_HEAP)
+        layout.pids[f"broker-{b}"] = _spawn(
+            layout, f"broker-{b}", "kafka.Kafka", config / f"server-{b}.properties", BROKER_HEAP
+        )
         layout.save()
-    _wait(lambda: _all_registered(layout, starting, started_at), timeout,
-          "every broker to register and a controller to be elected", layout)
+    _wait(
+        lambda: _all_registered(layout, starting, started_at),
+        timeout,
+        "every broker to register and a controller to be elected",
+        layout,
+    )
     for b in layout.broker_ids:
         echo(f"Broker {b}     127.0.0.1:{layout.broker_port(b)}  pid {layout.pids[f'broker-{b}']}")
     _, controller = registered_brokers(layout)
@@ -525,8 +573,9 @@ def stop_broker(broker_id: int, data: str | Path | None = None, echo: Callable[[
     echo(f"Broker {broker_id} stopped.")
 
 
-def start_broker(broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print,
-                 timeout: float = 120) -> None:
+def start_broker(
+    broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print, timeout: float = 120
+) -> None:
     """Start one broker again and wait until it is registered in ZooKeeper."""
     layout = _require_layout(data)
     _check_broker_id(layout, broker_id)
@@ -541,8 +590,13 @@ def start_broker(broker_id: int, data: str | Path | None = None, echo: Callable[
     write_configs(layout)
     _clear_stale_registrations(layout, [broker_id])
     started_at = time.time() - 1.0
-    layout.pids[f"broker-{broker_id}"] = _spawn(layout, f"broker-{broker_id}", "kafka.Kafka",
-                                                layout.root / "config" / f"server-{broker_id}.properties", BROKER_HEAP)
+    layout.pids[f"broker-{broker_id}"] = _spawn(
+        layout,
+        f"broker-{broker_id}",
+        "kafka.Kafka",
+        layout.root / "config" / f"server-{broker_id}.properties",
+        BROKER_HEAP,
+    )
     layout.save()
     _wait(lambda: _all_registered(layout, [broker_id], started_at), timeout, f"broker {broker_id} to register", layout)
     echo(f"Broker {broker_id} started on 127.0.0.1:{port}.")

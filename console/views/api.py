@@ -17,8 +17,12 @@ from console.errors import api_view
 @api_view
 def clusters(request: HttpRequest) -> list[dict[str, Any]]:
     return [
-        {"name": c.name, "bootstrap_servers": list(c.bootstrap_servers), "read_only": c.read_only,
-         "url": request.build_absolute_uri(reverse("api-cluster", kwargs={"cluster": c.name}))}
+        {
+            "name": c.name,
+            "bootstrap_servers": list(c.bootstrap_servers),
+            "read_only": c.read_only,
+            "url": request.build_absolute_uri(reverse("api-cluster", kwargs={"cluster": c.name})),
+        }
         for c in get_configs().values()
     ]
 

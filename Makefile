@@ -1,0 +1,81 @@
+# Kazami: one entry point per chore. `make` alone lists them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8888
+APT_PACKAGES := chromium chromium-driver docker-compose kcat
+
+.PHONY: help install system-deps run test lint format bench down status clean
+
+help: ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka jars)
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is needed (Python 3.11)"; exit 2; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm is needed for the front-end libraries (apt-get install npm)"; exit 2; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+broker/local/jars/.complete: broker/local/pom.xml | $(VENV)/.installed
+	rm -rf broker/local/jars
+	$(PY) -m broker.local fetch-jars
+
+system-deps: ## install the Debian packages the tests use (Chromium, docker-compose, kcat) when missing
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "error: the tests need these Debian packages: sudo apt-get install$$missing"; exit 2; \
+	  fi; \
+	fi
+
+run: install ## start the embedded Kafka cluster with demo data and serve the console on $(HOST):$(PORT)
+	$(PY) -m broker.local up
+	$(PY) -m broker.demo seed
+	$(PY) manage.py migrate --noinput -v 0
+	@echo
+	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
+	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local down  (or make down)"
+	@echo
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) console.asgi:application
+
+test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)
+	$(PY) -m pytest
+
+lint: install ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+format: install ## apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: install ## run the benchmarks; results go to bench/results/
+	$(PY) -m bench
+
+down: ## stop the embedded cluster (data is kept in var/)
+	$(PY) -m broker.local down
+
+status: ## show the embedded cluster's processes as JSON
+	$(PY) -m broker.local status
+
+clean: ## remove installed and generated files (not var/, which holds the cluster's data)
+	rm -rf $(VENV) node_modules broker/local/jars .pytest_cache .mypy_cache .ruff_cache
