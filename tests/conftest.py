@@ -1,0 +1,62 @@
+"""Shared fixtures. The test cluster runs on its own ports, so a developer's `make run` cluster
+(2181, 9092-9094) is never touched, and it is started at most once per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.local import launcher
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_VAR = REPO / "var" / "test"
+ARTIFACTS = REPO / "var" / "test-artifacts"
+
+ZOOKEEPER_PORT = 12181
+BASE_PORT = 19092
+BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
+
+# Before anything reads them: the console under test shows the test cluster as `local`.
+os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
+os.environ["ZOOKEEPER_CONNECT"] = f"127.0.0.1:{ZOOKEEPER_PORT}"
+os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[launcher.ClusterLayout]:
+    """A real 3-broker cluster (ZooKeeper on 12181, brokers on 19092-19094), fresh for this session."""
+    data = TEST_VAR / "cluster"
+    launcher.down(data, echo=lambda _: None)
+    shutil.rmtree(data, ignore_errors=True)
+    layout = launcher.up(data, brokers=3, zookeeper_port=ZOOKEEPER_PORT, base_port=BASE_PORT, echo=lambda _: None)
+    try:
+        yield layout
+    finally:
+        launcher.down(data, echo=lambda _: None)
+
+
+@pytest.fixture
+def clusters_reset() -> Iterator[None]:
+    """Forget cached cluster connections before and after a test that changes cluster settings."""
+    from console.clusters import reset_for_tests
+
+    reset_for_tests()
+    yield
+    reset_for_tests()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

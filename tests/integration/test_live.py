@@ -1,0 +1,70 @@
+"""The live overview websocket: the fragment now, then again at every poll; one poller per view."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+
+from broker.local import launcher
+from console import live
+from console.asgi import application
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+HEADERS = [(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")]
+
+
+def communicator(path: str) -> Any:
+    return WebsocketCommunicator(application, path, headers=HEADERS)
+
+
+@pytest.fixture
+def fast_live(settings: Any, kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> None:
+    settings.KAZAMI_LIVE_INTERVAL = 0.3
+
+
+def test_it_sends_the_overview_at_once_and_again_at_each_poll(fast_live: None) -> None:
+    async def scenario() -> tuple[str, str, dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+        first_ws, second_ws = communicator("/ws/clusters/local/overview/"), communicator("/ws/clusters/local/overview/")
+        assert (await first_ws.connect())[0]
+        assert (await second_ws.connect())[0]
+        first = await first_ws.receive_from(timeout=10)
+        await second_ws.receive_from(timeout=10)
+        watched = live.active()
+        pushed = await first_ws.receive_from(timeout=10)
+        await first_ws.disconnect()
+        await second_ws.disconnect()
+        await asyncio.sleep(0.05)
+        return first, pushed, watched, live.active()
+
+    first, pushed, watched, after = async_to_sync(scenario)()
+    for html in (first, pushed):
+        assert html.lstrip().startswith('<section id="overview"')
+        assert "127.0.0.1:19092" in html
+    assert watched == {("local", "overview"): 2}  # two browsers, one poller
+    assert after == {}
+
+
+def test_an_unknown_cluster_or_view_is_refused(fast_live: None) -> None:
+    async def scenario(path: str) -> Any:
+        ws = communicator(path)
+        connected, code = await ws.connect()
+        return connected, code
+
+    assert async_to_sync(scenario)("/ws/clusters/nope/overview/") == (False, 4404)
+    assert async_to_sync(scenario)("/ws/clusters/local/nothing/") == (False, 4404)
+
+
+def test_a_foreign_origin_is_refused(fast_live: None) -> None:
+    async def scenario() -> Any:
+        ws = WebsocketCommunicator(
+            application, "/ws/clusters/local/overview/", headers=[(b"origin", b"http://evil.example"), HEADERS[1]]
+        )
+        connected, _ = await ws.connect()
+        return connected
+
+    assert async_to_sync(scenario)() is False

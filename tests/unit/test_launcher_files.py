@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.local import launcher
+
+
+def props(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_each_broker_gets_its_own_id_port_and_log_dir(tmp_path: Path) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), brokers=3, zookeeper_port=2300, base_port=9300)
+    seen = set()
+    for b in layout.broker_ids:
+        p = props(launcher.broker_properties(layout, b))
+        assert p["broker.id"] == str(b)
+        assert p["listeners"] == f"PLAINTEXT://127.0.0.1:{9300 + b}"
+        assert p["advertised.listeners"] == p["listeners"]
+        assert p["zookeeper.connect"] == "127.0.0.1:2300"
+        assert p["log.dirs"].endswith(f"kafka-logs-{b}")
+        seen.add(p["log.dirs"])
+    assert len(seen) == 3
+    assert layout.bootstrap_servers == "127.0.0.1:9300,127.0.0.1:9301,127.0.0.1:9302"
+
+
+@pytest.mark.parametrize(("brokers", "rf", "min_isr"), [(1, "1", "1"), (2, "2", "2"), (3, "3", "2"), (5, "3", "2")])
+def test_internal_topics_replication_fits_the_number_of_brokers(
+    tmp_path: Path, brokers: int, rf: str, min_isr: str
+) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), brokers=brokers)
+    p = props(launcher.broker_properties(layout, 0))
+    assert p["offsets.topic.replication.factor"] == rf
+    assert p["transaction.state.log.replication.factor"] == rf
+    assert p["transaction.state.log.min.isr"] == min_isr
+
+
+def test_zookeeper_listens_on_loopback_at_the_chosen_port(tmp_path: Path) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), zookeeper_port=2399)
+    p = props(launcher.zookeeper_properties(layout))
+    assert p["clientPort"] == "2399"
+    assert p["clientPortAddress"] == "127.0.0.1"
+    assert p["dataDir"] == str(tmp_path / "zookeeper")
+
+
+def test_the_layout_survives_a_save_and_load(tmp_path: Path) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), brokers=2, pids={"zookeeper": 12})
+    layout.save()
+    loaded = launcher.ClusterLayout.load(tmp_path)
+    assert loaded == layout
+    assert launcher.ClusterLayout.load(tmp_path / "nothing") is None
+
+
+@pytest.mark.parametrize(
+    ("output", "major"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_392"', 8),
+        ('openjdk version "21" 2023-09-19', 21),
+        ("garbage", None),
+    ],
+)
+def test_it_reads_the_java_major_version(output: str, major: int | None) -> None:
+    assert launcher._java_major(output) == major
+
+
+def test_a_taken_port_is_detected() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert launcher.port_in_use(port)
+        assert launcher.port_open(port)
+    assert not launcher.port_open(port)
+
+
+def test_a_recycled_pid_of_another_program_is_not_ours() -> None:
+    import os
+
+    assert not launcher.pid_alive(os.getpid())  # this pytest is alive but not a JVM from our jars
+    assert not launcher.pid_alive(None)
