@@ -1,8 +1,7 @@
 """The Docker Compose deployment: valid for a real Compose implementation, and documented as it is.
 
 These tests need neither Django nor Kafka nor a Docker engine: ``docker-compose config`` only reads,
-validates and normalizes docker-compose.yml. The README table (or docs/compose-services.md until the
-README includes it) is compared with that normalized configuration.
+validates and normalizes docker-compose.yml. The README's table is compared with that normalized configuration.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 README = ROOT / "README.md"
-FRAGMENT = ROOT / "docs" / "compose-services.md"
 HEADING = "## Docker Compose deployment"
 TABLE_HEADER = ["Service", "Image", "Ports", "Volumes"]
 EMPTY_CELL = {"—", "-", ""}
@@ -143,10 +141,8 @@ def _listeners(value: str) -> dict[str, str]:
 
 
 def _documentation() -> Path:
-    """The README once it includes the section, docs/compose-services.md until then."""
-    if README.exists() and HEADING in (line.strip() for line in README.read_text().splitlines()):
-        return README
-    return FRAGMENT
+    """The README, whose Docker Compose section describes the deployment."""
+    return README
 
 
 def _section_lines(path: Path) -> list[str]:
