@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic
 
 from tests.conftest import REPO, TEST_VAR
 
@@ -155,6 +157,16 @@ def test_the_console_recovers_by_itself_when_the_cluster_returns(
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
     client = Client()
     assert client.get("/api/clusters/small/").status_code == 200
+    bootstrap = [f"127.0.0.1:{BASE_PORT}"]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, bootstrap_timeout_ms=10_000)
+    admin.create_topics([NewTopic("survives-restart", 2, 1)])
+    admin.wait_for_topics(["survives-restart"], timeout_ms=20_000)
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(10):
+        producer.send("survives-restart", key=b"k", value=f"m{i}".encode())
+    producer.flush(timeout=20)
+    producer.close()
 
     assert cli("down").returncode == 0
     assert all(not b["alive"] for b in status()["brokers"])
@@ -173,3 +185,12 @@ def test_the_console_recovers_by_itself_when_the_cluster_returns(
         time.sleep(0.5)
     assert response.status_code == 200
     assert [b["id"] for b in response.json()["brokers"] if b["alive"]] == [0]
+
+    # The data folder survived down/up: the topic and its ten messages are still there.
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10_000, group_id=None
+    )
+    consumer.subscribe(["survives-restart"])
+    values = sorted(message.value for message in consumer)
+    consumer.close()
+    assert values == sorted(f"m{i}".encode() for i in range(10))
