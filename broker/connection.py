@@ -10,14 +10,16 @@ come back.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from typing import TypeVar
 
 import kafka.errors
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from broker.config import ClusterConfig
 from broker.errors import ClusterUnavailable
@@ -46,6 +48,9 @@ class ClusterConnection:
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"kafka-{config.name}")
         # Brokers seen alive before, by id: a broker that stops is still listed (as down).
         self.known_brokers: dict[int, tuple[str, int, str | None]] = {}
+        # Idle consumers for reading messages (a consumer serves one caller at a time).
+        self._consumers: queue.LifoQueue[KafkaConsumer] = queue.LifoQueue(maxsize=4)
+        self._producer: KafkaProducer | None = None
 
     def _client(self) -> KafkaAdminClient:
         with self._lock:
@@ -89,8 +94,83 @@ class ClusterConnection:
                 f"{_describe(exc)}."
             ) from None
 
+    @contextmanager
+    def consumer(self) -> Iterator[KafkaConsumer]:
+        """A consumer of no group (nothing is committed), used by one caller at a time.
+
+        Returned to a small pool afterwards; dropped instead if the caller failed with it.
+        Raises ClusterUnavailable when a new one cannot bootstrap in time.
+        """
+        try:
+            consumer = self._consumers.get_nowait()
+        except queue.Empty:
+            consumer = self._new_consumer()
+        try:
+            yield consumer
+        except BaseException:
+            _close_quietly(consumer)
+            raise
+        try:
+            consumer.assign([])
+            self._consumers.put_nowait(consumer)
+        except (queue.Full, Exception):  # noqa: BLE001 - a consumer that cannot be reset is not reused
+            _close_quietly(consumer)
+
+    def _new_consumer(self) -> KafkaConsumer:
+        try:
+            return KafkaConsumer(
+                client_id=f"kazami-{self.config.name}-reader",
+                group_id=None,
+                enable_auto_commit=False,
+                bootstrap_timeout_ms=int(self.config.timeout * 1000),
+                fetch_max_wait_ms=100,
+                max_partition_fetch_bytes=1024 * 1024,
+                reconnect_backoff_max_ms=1000,
+                **self.config.client_options(),
+            )
+        except _UNREACHABLE as exc:
+            raise ClusterUnavailable(
+                f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
+                f"{_describe(exc)}."
+            ) from None
+
+    def producer(self) -> KafkaProducer:
+        """The cluster's shared producer (thread-safe, acks=all, idempotent where the broker allows).
+
+        Raises ClusterUnavailable when it cannot bootstrap in time.
+        """
+        with self._lock:
+            if self._producer is None:
+                try:
+                    self._producer = KafkaProducer(
+                        client_id=f"kazami-{self.config.name}-producer",
+                        acks="all",
+                        bootstrap_timeout_ms=int(self.config.timeout * 1000),
+                        max_block_ms=int(self.config.timeout * 1000),
+                        linger_ms=0,
+                        **self.config.client_options(),
+                    )
+                except _UNREACHABLE as exc:
+                    raise ClusterUnavailable(
+                        f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
+                        f"{_describe(exc)}."
+                    ) from None
+            return self._producer
+
+    def drop_producer(self) -> None:
+        with self._lock:
+            producer, self._producer = self._producer, None
+        if producer is not None:
+            threading.Thread(target=_close_quietly, args=(producer,), daemon=True).start()
+
     def close(self) -> None:
         self.reset()
+        self.drop_producer()
+        while True:
+            try:
+                _close_quietly(self._consumers.get_nowait())
+            except queue.Empty:
+                break
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -101,8 +181,8 @@ def _describe(exc: BaseException) -> str:
     return "no broker answered"
 
 
-def _close_quietly(admin: KafkaAdminClient) -> None:
+def _close_quietly(client: KafkaAdminClient | KafkaConsumer | KafkaProducer) -> None:
     try:
-        admin.close()
+        client.close()
     except Exception:
         log.debug("closing a dropped admin client failed", exc_info=True)

@@ -17,3 +17,31 @@ class UnknownCluster(KazamiError):
 
 class ConfigError(KazamiError):
     """A setting is missing or malformed."""
+
+
+class NotFound(KazamiError):
+    """A named thing (topic, partition, group, message) does not exist."""
+
+
+class TopicNotFound(NotFound):
+    """No topic of that name."""
+
+
+class PartitionNotFound(NotFound):
+    """The topic has no partition of that number."""
+
+
+class AlreadyExists(KazamiError):
+    """Creating something that is already there."""
+
+
+class InvalidInput(KazamiError):
+    """A value the user gave is malformed or out of range; the message says which and why."""
+
+
+class KafkaRefused(KazamiError):
+    """Kafka answered with an error for a valid-looking request (policy, replication factor, ...)."""
+
+
+class PartitionUnavailable(KazamiError):
+    """The partition has no leader right now, so it cannot be read or written."""

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
+import time
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+from django.urls import reverse
 
+from broker import topics
+from broker.errors import KazamiError
+from broker.messages import ScanProgress, Tail
 from console import live
-from console.clusters import get_configs
+from console.clusters import get_configs, get_connection
 from console.fragments import LIVE_FRAGMENTS
+from console.search import SearchSpec, run_search, search_spec_from
+from console.shown import ShownMessage, decoding_for, show
 
 CLOSE_UNKNOWN = 4404
 
@@ -42,3 +55,183 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
     async def live_fragment(self, event: dict[str, Any]) -> None:
         await self.send(text_data=event["html"])
+
+
+def _rows(shown: list[ShownMessage], target: str, how: str, show_partition: bool = True) -> str:
+    rows = "".join(
+        render_to_string("messages/_message_row.html", {"s": s, "show_partition": show_partition}) for s in shown
+    )
+    return f'<tbody id="{target}" hx-swap-oob="{how}">{rows}</tbody>'
+
+
+class SearchConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+    """``/ws/clusters/<cluster>/topics/<topic>/search/``: runs one search at a time, pushing progress and
+    matches as they come; {"action": "stop"} (or closing the page) stops it."""
+
+    PUSH_EVERY = 0.25  # seconds between pushes: progress and matches are batched in between
+
+    cluster: str
+    topic: str
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
+        self.cancel: threading.Event | None = None
+        self.task: asyncio.Task[None] | None = None
+        if self.cluster not in get_configs():
+            await self.close(code=CLOSE_UNKNOWN)
+            return
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.cancel is not None:
+            self.cancel.set()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            data = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        action = data.get("action")
+        if action == "stop":
+            if self.cancel is not None:
+                self.cancel.set()
+            return
+        if action != "start":
+            return
+        if self.cancel is not None:
+            self.cancel.set()
+        try:
+            spec = search_spec_from(data)
+        except KazamiError as exc:
+            await self.send(text_data=render_to_string("messages/_search_progress.html", {"error": str(exc)}))
+            return
+        self.cancel = threading.Event()
+        self.task = asyncio.get_running_loop().create_task(self._run(spec, self.cancel))
+
+    async def _run(self, spec: SearchSpec, cancel: threading.Event) -> None:
+        loop = asyncio.get_running_loop()
+        pending: list[ShownMessage] = []
+        state: dict[str, Any] = {"progress": ScanProgress(), "last_push": 0.0}
+        lock = threading.Lock()
+
+        def on_match(shown: ShownMessage) -> None:
+            with lock:
+                pending.append(shown)
+
+        def on_progress(progress: ScanProgress) -> None:
+            state["progress"] = progress
+            now = time.monotonic()
+            if progress.done or now - state["last_push"] >= self.PUSH_EVERY:
+                state["last_push"] = now
+                asyncio.run_coroutine_threadsafe(self._push(pending, lock, progress, spec), loop)
+
+        await self.send(
+            text_data=_rows([], "search-results", "innerHTML")
+            + render_to_string("messages/_search_progress.html", {"progress": ScanProgress()})
+        )
+        conn = get_connection(self.cluster)
+        try:
+            await sync_to_async(run_search, thread_sensitive=False)(
+                conn, self.cluster, self.topic, spec, cancel, on_progress, on_match
+            )
+        except KazamiError as exc:
+            await self.send(text_data=render_to_string("messages/_search_progress.html", {"error": str(exc)}))
+
+    async def _push(
+        self, pending: list[ShownMessage], lock: threading.Lock, progress: ScanProgress, spec: SearchSpec
+    ) -> None:
+        with lock:
+            batch = pending[:]
+            pending.clear()
+        downloads = None
+        if progress.done:
+            base = reverse("topic-search", kwargs={"cluster": self.cluster, "topic": self.topic})
+            params = spec.as_params()
+            downloads = {
+                "json": f"{base}?{urlencode({**params, 'format': 'json'})}",
+                "csv": f"{base}?{urlencode({**params, 'format': 'csv'})}",
+                "link": f"{base}?{urlencode({**params, 'run': '1'})}",
+            }
+        html: str = render_to_string("messages/_search_progress.html", {"progress": progress, "downloads": downloads})
+        if batch:
+            html = _rows(batch, "search-results", "beforeend") + html
+        await self.send(text_data=html)
+
+
+class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+    """``/ws/clusters/<cluster>/topics/<topic>/tail/[?partition=N]``: new messages as they arrive, at most
+    ``ROWS_PER_PUSH`` every ``PUSH_EVERY`` seconds; what a fast topic produces beyond that is skipped and
+    counted. {"action": "pause"} / {"action": "resume"}."""
+
+    PUSH_EVERY = 0.5
+    ROWS_PER_PUSH = 25
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
+        self.paused = False
+        self.tail: Tail | None = None
+        self.pump: asyncio.Task[None] | None = None
+        if self.cluster not in get_configs():
+            await self.close(code=CLOSE_UNKNOWN)
+            return
+        await self.accept()
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        conn = get_connection(self.cluster)
+        try:
+            infos = await sync_to_async(topics.get_topic_partitions, thread_sensitive=False)(conn, self.topic)
+            wanted = [int(query["partition"][0])] if query.get("partition") else [p.partition for p in infos]
+            if any(p not in {i.partition for i in infos} for p in wanted):
+                raise KazamiError(f"Topic {self.topic!r} has no partition {wanted[0]}.")
+        except (KazamiError, ValueError) as exc:
+            await self._status(f"Cannot tail: {exc}")
+            await self.close()
+            return
+        self.decoding = await sync_to_async(decoding_for, thread_sensitive=False)(self.cluster, self.topic)
+        self.tail = Tail(conn, self.topic, wanted)
+        self.tail.start()
+        self.pump = asyncio.get_running_loop().create_task(self._pump())
+        where = f"partition {wanted[0]}" if query.get("partition") else f"all {len(wanted)} partitions"
+        await self._status(f"Waiting for new messages on {where}…")
+
+    async def disconnect(self, code: int) -> None:
+        if self.tail is not None:
+            self.tail.stop()
+        if self.pump is not None:
+            self.pump.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            action = json.loads(text_data or "{}").get("action")
+        except ValueError:
+            return
+        if action in ("pause", "resume"):
+            self.paused = action == "pause"
+            await self._status("Paused: new messages are not shown." if self.paused else "Live again.")
+
+    async def _status(self, text: str) -> None:
+        await self.send(text_data=render_to_string("messages/_tail_status.html", {"status": text}))
+
+    async def _pump(self) -> None:
+        assert self.tail is not None
+        shown_total = 0
+        while True:
+            await asyncio.sleep(self.PUSH_EVERY)
+            if self.tail.error:
+                await self._status(self.tail.error)
+                return
+            if self.paused:
+                self.tail.discard()
+                continue
+            batch, dropped = self.tail.drain(self.ROWS_PER_PUSH)
+            skipped = dropped + self.tail.discard() if len(batch) == self.ROWS_PER_PUSH else dropped
+            if not batch and not skipped:
+                continue
+            shown = [show(self.cluster, m, self.decoding) for m in reversed(batch)]
+            shown_total += len(shown)
+            note = f" · {skipped} skipped to keep up" if skipped else ""
+            status = render_to_string(
+                "messages/_tail_status.html", {"status": f"{self.tail.received} received, {shown_total} shown{note}"}
+            )
+            await self.send(text_data=_rows(shown, "tail-rows", "afterbegin") + status)

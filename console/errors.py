@@ -10,13 +10,28 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from broker.errors import ClusterUnavailable, ConfigError, KazamiError, UnknownCluster
+from broker.errors import (
+    AlreadyExists,
+    ClusterUnavailable,
+    ConfigError,
+    InvalidInput,
+    KafkaRefused,
+    KazamiError,
+    NotFound,
+    PartitionUnavailable,
+    UnknownCluster,
+)
 
 log = logging.getLogger(__name__)
 
 # The most specific class wins; KazamiError is a plain bad request.
 STATUS: list[tuple[type[KazamiError], int, str]] = [
     (UnknownCluster, 404, "unknown_cluster"),
+    (NotFound, 404, "not_found"),
+    (AlreadyExists, 409, "already_exists"),
+    (InvalidInput, 400, "invalid_input"),
+    (KafkaRefused, 422, "kafka_refused"),
+    (PartitionUnavailable, 503, "partition_unavailable"),
     (ClusterUnavailable, 503, "cluster_unavailable"),
     (ConfigError, 500, "configuration_error"),
     (KazamiError, 400, "bad_request"),
@@ -43,7 +58,11 @@ def api_view(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
             result = view(request, *args, **kwargs)
         except KazamiError as exc:
             status, code = status_of(exc)
-            return json_error(status, code, str(exc))
+            response = json_error(status, code, str(exc))
+            fields = getattr(exc, "fields", None)
+            if fields:
+                response = JsonResponse({"error": code, "message": str(exc), "fields": fields}, status=status)
+            return response
         except Exception:
             log.exception("API view %s failed", view.__name__)
             return json_error(500, "internal_error", "The console failed to answer; the error is in its log.")

@@ -22,6 +22,7 @@ class Section:
 
 SECTIONS: list[Section] = [
     Section("overview", "Overview", "cluster-overview"),
+    Section("topics", "Topics", "topic-list"),
 ]
 
 
@@ -34,4 +35,16 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
         "nav_clusters": list(get_configs()),
         "nav_cluster": current,
         "nav_current": match.url_name if match else None,
+        "nav_section": _section_of(match.url_name if match else None),
     }
+
+
+def _section_of(url_name: str | None) -> str | None:
+    """The section a page belongs to: its URL name's first word (``topic-detail`` -> topics)."""
+    if not url_name:
+        return None
+    head = url_name.split("-")[0]
+    for section in SECTIONS:
+        if section.key == head or section.key == head + "s" or section.url_name == url_name:
+            return section.key
+    return None

@@ -2,15 +2,46 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import api, pages
+from console.views import api, messages, pages, topics
 
 CLUSTER = "clusters/<slug:cluster>/"
+TOPIC = CLUSTER + "topics/<str:topic>/"
+PARTITION = TOPIC + "partitions/<int:partition>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
     path(CLUSTER, pages.cluster_overview, name="cluster-overview"),
+    # Topics
+    path(CLUSTER + "topics/", topics.topic_list, name="topic-list"),
+    path(CLUSTER + "topics-new/", topics.topic_new, name="topic-new"),
+    path(TOPIC, topics.topic_detail, name="topic-detail"),
+    path(TOPIC + "add-partitions/", topics.topic_add_partitions, name="topic-add-partitions"),
+    path(TOPIC + "configs/", topics.topic_configs, name="topic-configs"),
+    path(TOPIC + "delete-records/", topics.topic_delete_records, name="topic-delete-records"),
+    path(TOPIC + "delete/", topics.topic_delete, name="topic-delete"),
+    # Messages
+    path(PARTITION, messages.browse, name="messages-browse"),
+    path(PARTITION + "offsets/<int:offset>/", messages.detail, name="message-detail"),
+    path(TOPIC + "find-key/", messages.find_key, name="topic-find-key"),
+    path(TOPIC + "search/", messages.search, name="topic-search"),
+    path(TOPIC + "tail/", messages.tail, name="topic-tail"),
+    path(TOPIC + "produce/", messages.produce, name="topic-produce"),
+    path(TOPIC + "schema/", messages.upload_schema, name="topic-schema"),
+    # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
+    path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
+    path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
+    path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),
+    path(f"api/{TOPIC}partitions/", api.topic_add_partitions, name="api-topic-add-partitions"),
+    path(f"api/{TOPIC}configs/", api.topic_configs, name="api-topic-configs"),
+    path(f"api/{TOPIC}delete-records/", api.topic_delete_records, name="api-topic-delete-records"),
+    path(f"api/{TOPIC}produce/", api.produce, name="api-produce"),
+    path(f"api/{TOPIC}find-key/", api.find_key, name="api-find-key"),
+    path(f"api/{TOPIC}search/", api.search, name="api-search"),
+    path(f"api/{PARTITION}messages", api.messages_page, name="api-messages"),
+    path(f"api/{PARTITION}messages/", api.messages_page),
+    path(f"api/{PARTITION}messages/<int:offset>", api.message, name="api-message"),
     path("healthz", api.health, name="health"),
 ]
 

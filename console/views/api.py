@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from broker import messages, topics
 from broker.cluster import get_overview
+from broker.decode import InputError, encode_input
+from broker.errors import InvalidInput
 from console.clusters import get_configs, get_connection
 from console.errors import api_view
+from console.forms import (
+    AddPartitionsForm,
+    ConfigForm,
+    CreateTopicForm,
+    DeleteRecordsForm,
+    DeleteTopicForm,
+    ProduceForm,
+    form_errors,
+)
+from console.params import choice_param, int_param, time_param
+from console.search import run_search, search_spec_from
+from console.serialize import message_json
+from console.views.topics import records_plan
 
 
 @require_GET
@@ -38,3 +55,202 @@ def cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
 def health(request: HttpRequest) -> dict[str, Any]:
     """Liveness of the console itself (not of any cluster)."""
     return {"status": "ok"}
+
+
+# ---------------------------------------------------------------- topics
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    """The JSON body of a POST (form-encoded bodies are accepted too); raises InvalidInput."""
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"{}")
+        except ValueError as exc:
+            raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
+        if not isinstance(data, dict):
+            raise InvalidInput("The body must be a JSON object.")
+        return data
+    return dict(request.POST.items())
+
+
+def _form(form_class: Any, request: HttpRequest, **kwargs: Any) -> Any:
+    """A bound, valid form from the request body; invalid -> a 400 answer with every field's errors."""
+    data = _body(request)
+    # Lists and numbers in JSON arrive as they are; forms want text.
+    data = {
+        k: (
+            "\n".join(f"{a}={b}" for a, b in v.items())
+            if isinstance(v, dict)
+            else ",".join(str(x) for x in v)
+            if isinstance(v, list)
+            else v
+        )
+        for k, v in data.items()
+    }
+    form = form_class(data, **kwargs)
+    if not form.is_valid():
+        raise FormInvalid(form)
+    return form
+
+
+class FormInvalid(InvalidInput):
+    """A request body that fails its form; the API answer lists each field's errors under "fields"."""
+
+    def __init__(self, form: Any) -> None:
+        self.fields = form_errors(form)
+        super().__init__("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form_errors(form).items()))
+
+
+@require_http_methods(["GET", "POST"])
+@api_view
+def topic_list(request: HttpRequest, cluster: str) -> Any:
+    if request.method == "POST":
+        return _create_topic(request, cluster)
+    rows = topics.get_topics(get_connection(cluster), include_internal=request.GET.get("internal") == "1")
+    query = request.GET.get("q", "").lower()
+    kept = [t for t in rows if query in t.name.lower()]
+    return {"count": len(kept), "topics": [t.as_dict() for t in kept]}
+
+
+@require_GET
+@api_view
+def topic_detail(request: HttpRequest, cluster: str, topic: str) -> Any:
+    return topics.get_topic(get_connection(cluster), topic).as_dict()
+
+
+def _create_topic(request: HttpRequest, cluster: str) -> JsonResponse:
+    conn = get_connection(cluster)
+    form = _form(CreateTopicForm, request)
+    data = form.cleaned_data
+    topics.do_create_topic(conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs())
+    return JsonResponse(topics.get_topic(conn, data["name"]).as_dict(), status=201)
+
+
+@require_POST
+@api_view
+def topic_delete(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    _form(DeleteTopicForm, request, topic=topic)
+    topics.do_delete_topic(conn, topic)
+    return {"deleted": topic}
+
+
+@require_POST
+@api_view
+def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = _form(AddPartitionsForm, request)
+    topics.do_add_partitions(conn, topic, form.cleaned_data["total"])
+    return {"topic": topic, "partitions": form.cleaned_data["total"]}
+
+
+@require_POST
+@api_view
+def topic_configs(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = _form(ConfigForm, request)
+    topics.do_alter_topic_configs(conn, topic, form.cleaned_data["set_configs"], form.cleaned_data["reset"])
+    return {"topic": topic, "set": form.cleaned_data["set_configs"], "reset": form.cleaned_data["reset"]}
+
+
+@require_POST
+@api_view
+def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = _form(DeleteRecordsForm, request)
+    plan = records_plan(conn, topic, form.cleaned_data["partition"], form.cleaned_data["before_offset"])
+    low = topics.do_delete_records(conn, topic, plan)
+    return {"topic": topic, "start_offsets": {str(p): o for p, o in sorted(low.items())}}
+
+
+# ---------------------------------------------------------------- messages
+
+
+@require_GET
+@api_view
+def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int) -> Any:
+    conn = get_connection(cluster)
+    limit = messages.check_limit(int_param(request, "limit", messages.DEFAULT_PAGE))
+    page = messages.get_page(
+        conn,
+        topic,
+        partition,
+        offset=int_param(request, "offset", None),
+        limit=limit,
+        timestamp_ms=time_param(request, "timestamp"),
+        from_end=request.GET.get("last") == "1",
+    )
+    return {
+        "topic": topic,
+        "partition": partition,
+        "offset": page.offset,
+        "limit": page.limit,
+        "start_offset": page.start_offset,
+        "end_offset": page.end_offset,
+        "notes": page.notes,
+        "complete": page.complete,
+        "next_offset": page.next_offset,
+        "prev_offset": page.prev_offset,
+        "messages": [message_json(m) for m in page.messages],
+    }
+
+
+@require_GET
+@api_view
+def message(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> Any:
+    found, _ = messages.get_message(get_connection(cluster), topic, partition, offset)
+    return message_json(found)
+
+
+@require_GET
+@api_view
+def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
+    raw = request.GET.get("key")
+    if raw is None or raw == "":
+        raise InvalidInput("key is required.")
+    key_format = choice_param(request, "key_format", ("text", "hex", "base64"), "text")
+    try:
+        key = encode_input(raw, key_format)
+    except InputError as exc:
+        raise InvalidInput(f"key: {exc}") from None
+    found = messages.find_by_key(get_connection(cluster), topic, key)
+    return {
+        "partition": found.partition,
+        "partitions": found.partitions,
+        "reason": found.reason,
+        "scanned": found.scanned,
+        "messages": [message_json(m) for m in found.matches],
+    }
+
+
+@require_GET
+@api_view
+def search(request: HttpRequest, cluster: str, topic: str) -> Any:
+    spec = search_spec_from(request.GET)
+    result = run_search(get_connection(cluster), cluster, topic, spec)
+    return {
+        "query": spec.query,
+        "scanned": result.progress.scanned,
+        "matched": result.progress.matched,
+        "stopped": result.progress.stopped,
+        "messages": [message_json(s.message) for s in result.shown],
+    }
+
+
+@require_POST
+@api_view
+def produce(request: HttpRequest, cluster: str, topic: str) -> Any:
+    form = _form(ProduceForm, request)
+    data = form.cleaned_data
+    done = messages.do_produce(
+        get_connection(cluster),
+        topic,
+        data["key_bytes"],
+        data["value_bytes"],
+        data["header_list"],
+        data.get("partition"),
+    )
+    return JsonResponse(
+        {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
+        status=201,
+    )

@@ -8,7 +8,7 @@
       var ms = Number(el.getAttribute("data-epoch-ms"));
       if (!isFinite(ms)) return;
       var d = new Date(ms);
-      el.textContent = d.toLocaleTimeString();
+      el.textContent = el.getAttribute("data-format") === "datetime" ? d.toLocaleString() : d.toLocaleTimeString();
       el.title = d.toISOString();
     });
   }
@@ -24,6 +24,15 @@
   document.addEventListener("DOMContentLoaded", function () { localiseTimes(document); });
   document.addEventListener("htmx:afterSettle", function (e) { localiseTimes(e.target || document); });
   document.addEventListener("htmx:oobAfterSwap", function (e) { localiseTimes(e.target || document); });
+  // A live tail keeps the newest rows only, so a long-open page stays light.
+  function pruneRows(root) {
+    var body = document.getElementById("tail-rows");
+    if (!body) return;
+    while (body.rows.length > 500) body.deleteRow(body.rows.length - 1);
+  }
+  document.addEventListener("htmx:oobAfterSwap", pruneRows);
+
+  // Search: the stop button is useful only while a search runs.
   document.addEventListener("htmx:wsOpen", function () { setLive(true); });
   document.addEventListener("htmx:wsClose", function () { setLive(false); });
 })();

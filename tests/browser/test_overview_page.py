@@ -9,6 +9,7 @@ import pytest
 
 from broker.local import launcher
 from tests.conftest import BASE_PORT
+from tests.integration.kafka_helpers import wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]
 
@@ -46,6 +47,7 @@ def test_a_stopped_broker_turns_down_on_the_open_page_without_a_reload(
         page.screenshot(path=str(artifacts / "overview-broker-down.png"), full_page=True)
     finally:
         launcher.start_broker(victim, kafka_cluster.data, echo=lambda _: None)
+        wait_healthy()
     page.locator(f'tr[data-broker-id="{victim}"] .pill-ok').wait_for(timeout=30_000)
     assert page.evaluate("window.__sameDocument") is True
     assert page.errors == []

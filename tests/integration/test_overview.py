@@ -10,6 +10,7 @@ from kafka import KafkaAdminClient
 
 from broker.local import launcher
 from tests.conftest import BASE_PORT, BOOTSTRAP
+from tests.integration.kafka_helpers import wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -97,6 +98,7 @@ def test_a_stopped_broker_shows_as_down_and_comes_back(client: Client, kafka_clu
         assert "2 of 3 up" in html
     finally:
         launcher.start_broker(2, kafka_cluster.data, echo=lambda _: None)
+        wait_healthy()
         admin.delete_topics(["overview-replicated"])
         admin.close()
     deadline = time.monotonic() + 30

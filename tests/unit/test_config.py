@@ -30,7 +30,7 @@ def test_it_refuses_a_bad_cluster_config_naming_the_field(kwargs: dict[str, obje
     base: dict[str, object] = {"name": "c1", "bootstrap_servers": ("h:1",)}
     base.update(kwargs)
     with pytest.raises(ConfigError, match=message):
-        ClusterConfig(**base)  # type: ignore[arg-type]
+        ClusterConfig(**base)
 
 
 def test_it_never_shows_the_sasl_password_in_repr() -> None:

@@ -1,0 +1,772 @@
+"""Turn the raw bytes of a Kafka message key or value into something a person can read.
+
+Pure functions, no Kafka client and no Django: :func:`decode` for display, :func:`hex_dump`,
+:func:`wire_value` for the JSON API, :func:`encode_input` for producing messages, and
+:func:`parse_avro_schema` for the Avro schema a user uploads for a topic.
+
+Display decisions (the templates escape HTML; nothing here does):
+
+* ``text`` of kind "text" shows C0 controls other than tab/LF/CR, DEL and C1 controls as ``\\xNN`` and the
+  bidi embedding/override/isolate characters (U+202A-U+202E, U+2066-U+2069) as ``\\u202e``, so a message can
+  neither hide characters nor reorder the page. ``data`` keeps the original string.
+* Pretty JSON (kinds "json" and "avro") is ``indent=2`` with non-ASCII kept, except that DEL, C1 controls,
+  the bidi characters above and lone surrogates are written as ``\\uXXXX`` escapes: the text stays valid,
+  equivalent JSON and always encodes to UTF-8.
+* Avro ``bytes`` and ``fixed`` values follow Avro's own JSON encoding: one code point U+0000-U+00FF per
+  byte. In ``data`` that is a ``str`` (so ``json.dumps(data)`` writes exactly Avro's JSON form); in ``text``
+  printable ASCII is shown as is and every other byte as ``\\u00XX``. Logical types become strings: decimals
+  in plain notation (``"12.34"``, exact, never rounded), timestamps/dates/times as ISO 8601 and UUIDs in
+  canonical form. A logical value that cannot be converted (a timestamp out of range, a decimal over
+  1 KiB) is shown as its underlying value instead of failing the whole message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from json.encoder import encode_basestring, encode_basestring_ascii
+from typing import Any
+
+import fastavro
+from fastavro import _read_py
+from fastavro.read import LOGICAL_READERS
+
+from broker.errors import KazamiError
+
+__all__ = [
+    "DECODINGS",
+    "INPUT_FORMATS",
+    "AvroSchema",
+    "Decoded",
+    "InputError",
+    "SchemaError",
+    "decode",
+    "encode_input",
+    "hex_dump",
+    "parse_avro_schema",
+    "wire_value",
+]
+
+DECODINGS = ("auto", "text", "json", "hex", "avro")
+INPUT_FORMATS = ("text", "json", "hex", "base64")
+
+MAX_SCHEMA_BYTES = 1024 * 1024
+MAX_SCHEMA_DEPTH = 200  # nesting levels of types; keeps fastavro's compiled (recursive) reader far from the C stack
+MAX_DECIMAL_BYTES = 1024  # converting a huge unscaled integer is quadratic: 1 MB takes minutes
+CONFLUENT_MAGIC = 0
+CONFLUENT_HEADER = 5  # magic byte + 4-byte big-endian schema id
+
+NO_SCHEMA = "no Avro schema uploaded for this topic"
+
+
+class SchemaError(KazamiError):
+    """An Avro schema that does not parse; the message says why, e.g. 'unknown type "strin"'."""
+
+
+class InputError(KazamiError):
+    """Text typed for a new message that is not valid in the chosen format; the message says where."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Character classes
+
+
+# C0 controls except \t \n \r, DEL and C1 controls: what makes bytes "not text" in auto mode.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Embedding, override and isolate characters: they can reorder the text around them.
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+# Inside pretty JSON (already escaped by json for C0 controls): what else to write as \uXXXX.
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_JSON_CONTAINER_START = re.compile(r"[ \t\n\r]*[\[{]")
+
+_CONTROL_CODES = [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)]
+_BIDI_CODES = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_VISIBLE: dict[int, str] = {code: f"\\x{code:02x}" for code in _CONTROL_CODES}
+_VISIBLE.update({code: f"\\u{code:04x}" for code in _BIDI_CODES})
+_CONTROL_EXTRA = 3  # "\x00" replaces one character with four
+_BIDI_EXTRA = 5  # "\u202e" replaces one character with six
+
+_PRINTABLE_ASCII = bytes(b if 0x20 <= b < 0x7F else 0x2E for b in range(256))
+
+
+def _make_visible(text: str) -> str:
+    return text.translate(_VISIBLE)
+
+
+def _visible_length(text: str) -> int:
+    """len(_make_visible(text)) without building it."""
+    return len(text) + _CONTROL_EXTRA * _CONTROL.subn("", text)[1] + _BIDI_EXTRA * _BIDI.subn("", text)[1]
+
+
+def _safe_json(text: str) -> str:
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hex dump
+
+
+def _group_width(count: int) -> int:
+    return 3 * count - 1 if count > 0 else 0
+
+
+def _hex_column_width(width: int) -> int:
+    half = (width + 1) // 2
+    rest = width - half
+    return _group_width(half) + (2 + _group_width(rest) if rest else 0)
+
+
+def hex_dump(raw: bytes, width: int = 16, limit: int | None = None) -> str:
+    """Return the classic dump of ``raw``, one line per ``width`` bytes, lines joined by "\\n" (no final newline).
+
+    Each line is an offset of at least 8 hex digits, two spaces, the bytes as hex in two groups (8 + 8 for the
+    default width) separated by two spaces and padded so the last column lines up, two spaces, and the bytes
+    as ASCII between ``|`` with "." for anything not printable ASCII -- the layout of ``hexdump -C``::
+
+        00000000  48 65 6c 6c 6f 2c 20 4b  61 66 6b 61 21 00 01 02  |Hello, Kafka!...|
+        00000010  ff 7f 78 79 7a                                    |..xyz|
+
+    Only the first ``limit`` bytes are dumped when ``limit`` is given. An empty input gives "".
+    Raises ValueError for a width below 1 or a negative limit.
+    """
+    if width < 1:
+        raise ValueError(f"hex dump width must be at least 1, not {width}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"hex dump limit must not be negative, not {limit}")
+    data = raw if limit is None or limit >= len(raw) else raw[:limit]
+    half = (width + 1) // 2
+    first_width = _group_width(half)
+    second_width = _group_width(width - half)
+    lines = []
+    for offset in range(0, len(data), width):
+        chunk = data[offset : offset + width]
+        column = chunk[:half].hex(" ").ljust(first_width)
+        if width > half:
+            column += "  " + chunk[half:].hex(" ").ljust(second_width)
+        lines.append(f"{offset:08x}  {column}  |{chunk.translate(_PRINTABLE_ASCII).decode('ascii')}|")
+    return "\n".join(lines)
+
+
+def _hex_dump_length(size: int, width: int = 16) -> int:
+    """len(hex_dump(raw, width)) for len(raw) == size, computed without building the dump."""
+    if size <= 0:
+        return 0
+    lines = -(-size // width)
+    per_line = 2 + _hex_column_width(width) + 2 + 2  # separators around the hex column, and the two "|"
+    offset_digits = 0
+    digits = 8
+    low = 0
+    while low < lines * width:
+        high = 16**digits
+        first = -(-low // width)
+        last = min(lines, -(-high // width))  # exclusive
+        offset_digits += digits * max(0, last - first)
+        low = high
+        digits += 1
+    return offset_digits + lines * per_line + size + (lines - 1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Avro schema
+
+
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+# Logical types read by this module rather than by fastavro (see _LOGICAL_READERS below).
+_OWN_LOGICAL = frozenset(
+    {
+        "decimal",
+        "uuid",
+        "date",
+        "time-millis",
+        "time-micros",
+        "timestamp-millis",
+        "timestamp-micros",
+        "local-timestamp-millis",
+        "local-timestamp-micros",
+    }
+)
+_LOGICAL_PREFIX = "kazami."
+
+
+class _SchemaWalk:
+    """Checks fastavro cannot make: nesting depth, recursion, empty unions, arrays of items that take no bytes."""
+
+    def __init__(self) -> None:
+        self.recursive = False
+        self._open: set[str] = set()
+        self._zero_size: dict[str, bool] = {}
+
+    def takes_no_bytes(self, schema: object, depth: int = 0) -> bool:
+        """Visit ``schema`` (fastavro's parsed form) and say whether a value of it can be encoded in 0 bytes."""
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+        if isinstance(schema, str):
+            return self._named_reference(schema)
+        if isinstance(schema, list):
+            if not schema:
+                raise SchemaError("an empty union (a type of []) can hold no value")
+            for branch in schema:
+                self.takes_no_bytes(branch, depth + 1)
+            return False  # the branch index always takes a byte
+        if not isinstance(schema, dict):
+            return False
+        kind = schema.get("type")
+        if isinstance(kind, (list, dict)):
+            return self.takes_no_bytes(kind, depth + 1)
+        if kind in ("record", "error"):
+            name = str(schema.get("name"))
+            self._open.add(name)
+            fields = schema.get("fields") or []
+            zero = all([self.takes_no_bytes(item.get("type"), depth + 1) for item in fields if isinstance(item, dict)])
+            self._open.discard(name)
+            self._zero_size[name] = zero
+            return zero
+        if kind == "fixed":
+            zero = schema.get("size") == 0
+            self._zero_size[str(schema.get("name"))] = zero
+            return zero
+        if kind == "enum":
+            self._zero_size[str(schema.get("name"))] = False
+            return False
+        if kind == "array":
+            if self.takes_no_bytes(schema.get("items"), depth + 1):
+                raise SchemaError(
+                    'arrays of items that take no bytes (such as "null" or an empty record) are not supported: '
+                    "a few bytes could claim billions of items"
+                )
+            return False
+        if kind == "map":
+            self.takes_no_bytes(schema.get("values"), depth + 1)
+            return False  # every entry has a key
+        if isinstance(kind, str):
+            return self._named_reference(kind)
+        return False
+
+    def _named_reference(self, name: str) -> bool:
+        if name in _PRIMITIVES:
+            return name == "null"
+        if name in self._open:
+            self.recursive = True
+            return False
+        return self._zero_size.get(name, False)
+
+
+def _rename_logical_types(node: object) -> object:
+    """A copy of a JSON schema whose logical types listed in _OWN_LOGICAL are renamed to ours."""
+    if isinstance(node, list):
+        return [_rename_logical_types(item) for item in node]
+    if isinstance(node, dict):
+        copy = {key: _rename_logical_types(value) for key, value in node.items()}
+        logical = copy.get("logicalType")
+        if isinstance(logical, str) and logical in _OWN_LOGICAL:
+            copy["logicalType"] = _LOGICAL_PREFIX + logical
+        return copy
+    return node
+
+
+def _unknown_type_name(exc: Exception) -> str:
+    name: object = getattr(exc, "name", None)
+    if isinstance(name, dict):
+        name = name.get("type", name)
+    return name if isinstance(name, str) else json.dumps(name, default=str)
+
+
+def _fastavro_parse(schema: object) -> object:
+    """fastavro.parse_schema, with whatever it raises turned into a SchemaError that reads well."""
+    try:
+        return fastavro.parse_schema(schema)  # type: ignore[arg-type]
+    except RecursionError:
+        raise SchemaError("the schema is nested too deeply") from None
+    except fastavro.schema.UnknownType as exc:
+        raise SchemaError(f'unknown type "{_unknown_type_name(exc)}"') from None
+    except fastavro.schema.SchemaParseException as exc:
+        raise SchemaError(f"not a valid Avro schema: {_shorten(str(exc))}") from None
+    except KeyError as exc:
+        raise SchemaError(f'not a valid Avro schema: the attribute "{exc.args[0]}" is missing') from None
+    except Exception as exc:  # noqa: BLE001 - fastavro raises TypeError, AttributeError... for malformed input
+        detail = _shorten(str(exc)) or type(exc).__name__
+        raise SchemaError(f"not a valid Avro schema: {detail}") from None
+
+
+def _shorten(text: str, size: int = 300) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+@dataclass(frozen=True)
+class AvroSchema:
+    """An uploaded Avro schema: its JSON text and fastavro's parsed form (usable with fastavro's writers).
+
+    Equality is by source text. Construction also prepares the reading form used by :func:`decode` and
+    raises SchemaError for schemas that cannot be read safely (see :func:`parse_avro_schema`).
+    """
+
+    source: str
+    parsed: object = field(compare=False, repr=False)
+    _reader: object = field(init=False, compare=False, repr=False)
+    _recursive: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        walk = _SchemaWalk()
+        walk.takes_no_bytes(self.parsed)
+        try:
+            renamed = _rename_logical_types(json.loads(self.source))
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply") from None
+        except ValueError as exc:
+            raise SchemaError(f"not valid JSON: {exc}") from None
+        object.__setattr__(self, "_reader", _fastavro_parse(renamed))
+        object.__setattr__(self, "_recursive", walk.recursive)
+
+
+def parse_avro_schema(text: str) -> AvroSchema:
+    """Parse the JSON text of an Avro schema and return it as an AvroSchema.
+
+    Raises SchemaError, with a message meant for the user, when the text is over 1 MiB, is not JSON
+    ('not valid JSON at line 1 column 5: Expecting value'), is not an Avro schema ('unknown type "strin"',
+    a missing name, ...), is nested more than 200 levels deep, has an empty union, or has an array whose
+    items take no bytes (such an array lets a few bytes of a message claim billions of items).
+    """
+    if len(text) > MAX_SCHEMA_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
+        raise SchemaError("the schema is larger than 1 MB")
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise SchemaError("the schema is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with too many digits
+        raise SchemaError(f"not valid JSON: {exc}") from None
+    if not isinstance(schema, (dict, list, str)):
+        raise SchemaError(f"an Avro schema is a JSON object, array or type name, not {json.dumps(schema)[:40]}")
+    return AvroSchema(text, _fastavro_parse(schema))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Logical types: registered under our own names, so fastavro's readers for everyone else are untouched.
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_DAY_MILLIS = 86_400_000
+_DAY_MICROS = 86_400_000_000
+
+
+def _read_decimal(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+    if not isinstance(data, bytes) or len(data) > MAX_DECIMAL_BYTES:
+        return data
+    scale = writer_schema.get("scale", 0) if isinstance(writer_schema, dict) else 0
+    if not isinstance(scale, int) or not 0 <= scale <= 1000:
+        return data
+    value = Decimal(f"{int.from_bytes(data, 'big', signed=True)}E-{scale}")
+    return format(value, "f")
+
+
+def _timestamp(base: datetime, unit: str) -> Callable[[Any, Any, Any], Any]:
+    def read(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+        try:
+            return (base + timedelta(**{unit: data})).isoformat(timespec=unit)
+        except (OverflowError, ValueError, TypeError):
+            return data
+
+    return read
+
+
+def _read_date(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+    try:
+        return date.fromordinal(data + _EPOCH_ORDINAL).isoformat()
+    except (OverflowError, ValueError, TypeError):
+        return data
+
+
+def _time_of_day(per_day: int, unit: str) -> Callable[[Any, Any, Any], Any]:
+    def read(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+        if not isinstance(data, int) or not 0 <= data < per_day:
+            return data
+        moment = _EPOCH_NAIVE + timedelta(**{unit: data})
+        return moment.time().isoformat(timespec=unit)
+
+    return read
+
+
+def _read_uuid(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+    try:
+        if isinstance(data, bytes):
+            return str(uuid.UUID(bytes=data)) if len(data) == 16 else data
+        return str(uuid.UUID(data))
+    except (ValueError, TypeError, AttributeError):
+        return data
+
+
+_LOGICAL_READERS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "bytes-decimal": _read_decimal,
+    "fixed-decimal": _read_decimal,
+    "string-uuid": _read_uuid,
+    "fixed-uuid": _read_uuid,
+    "int-date": _read_date,
+    "int-time-millis": _time_of_day(_DAY_MILLIS, "milliseconds"),
+    "long-time-micros": _time_of_day(_DAY_MICROS, "microseconds"),
+    "long-timestamp-millis": _timestamp(_EPOCH, "milliseconds"),
+    "long-timestamp-micros": _timestamp(_EPOCH, "microseconds"),
+    "long-local-timestamp-millis": _timestamp(_EPOCH_NAIVE, "milliseconds"),
+    "long-local-timestamp-micros": _timestamp(_EPOCH_NAIVE, "microseconds"),
+}
+
+
+def _register_logical_readers() -> None:
+    for key, reader in _LOGICAL_READERS.items():
+        base, _, logical = key.partition("-")
+        LOGICAL_READERS[f"{base}-{_LOGICAL_PREFIX}{logical}"] = reader
+
+
+_register_logical_readers()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Avro reading and rendering
+
+
+class _AvroMismatch(Exception):
+    """The bytes do not hold one value of the schema; the message says why."""
+
+
+def _read_avro(body: bytes, schema: AvroSchema) -> object:
+    stream = io.BytesIO(body)
+    # fastavro's compiled reader recurses on the C stack, so data nested 10,000 deep in a recursive schema
+    # would crash the process; its pure-Python reader raises RecursionError instead.
+    reader = _read_py.schemaless_reader if schema._recursive else fastavro.schemaless_reader
+    try:
+        value = reader(stream, schema._reader, None)  # type: ignore[arg-type]
+    except EOFError:
+        raise _AvroMismatch("the data ends before the value does") from None
+    except RecursionError:
+        raise _AvroMismatch("the value is nested too deeply to show") from None
+    except UnicodeDecodeError as exc:
+        raise _AvroMismatch(f"a string is not valid UTF-8 ({exc.reason})") from None
+    except IndexError:
+        raise _AvroMismatch("a union branch or enum symbol index is out of range") from None
+    except Exception as exc:  # noqa: BLE001 - arbitrary bytes make fastavro raise all sorts of things
+        raise _AvroMismatch(_shorten(f"{type(exc).__name__}: {exc}")) from None
+    left = len(body) - stream.tell()
+    if left:
+        raise _AvroMismatch(f"{left} byte{'s' if left != 1 else ''} left over after the value")
+    return value
+
+
+def _decode_avro(raw: bytes, schema: AvroSchema, framed_only: bool) -> object:
+    """The value in ``raw``: Confluent-framed first when it looks framed, then (unless framed_only) as is."""
+    if len(raw) < CONFLUENT_HEADER or raw[0] != CONFLUENT_MAGIC:
+        if framed_only:
+            raise _AvroMismatch("the bytes do not start with the Confluent magic byte and a schema id")
+        return _read_avro(raw, schema)
+    schema_id = int.from_bytes(raw[1:CONFLUENT_HEADER], "big")
+    try:
+        return _read_avro(raw[CONFLUENT_HEADER:], schema)
+    except _AvroMismatch as framed_failure:
+        if framed_only:
+            raise
+        failure = _AvroMismatch(f"(Confluent schema id {schema_id}) {framed_failure}")
+    try:  # a plain Avro body can start with a zero byte too
+        return _read_avro(raw, schema)
+    except _AvroMismatch:
+        raise failure from None
+
+
+def _plain(value: object) -> object:
+    """``value`` with bytes as Avro's JSON form (one code point per byte) and tuples as lists."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("latin-1")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, (bytes, bytearray)):
+        return encode_basestring_ascii(bytes(value).decode("latin-1"))
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    return encode_basestring(str(value))
+
+
+def _pretty(value: object, out: list[str], indent: str = "") -> None:
+    """Append the JSON text of ``value`` to ``out``, laid out like json.dumps(indent=2)."""
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        out.append("{")
+        for position, (key, item) in enumerate(value.items()):
+            out.append(f"{',' if position else ''}\n{inner}{encode_basestring(str(key))}: ")
+            _pretty(item, out, inner)
+        out.append(f"\n{indent}}}")
+    elif isinstance(value, (list, tuple)) and value:
+        inner = indent + "  "
+        out.append("[")
+        for position, item in enumerate(value):
+            out.append(f"{',' if position else ''}\n{inner}")
+            _pretty(item, out, inner)
+        out.append(f"\n{indent}]")
+    elif isinstance(value, dict):
+        out.append("{}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[]")
+    else:
+        out.append(_scalar(value))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# decode()
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One message key or value, ready to show."""
+
+    kind: str  # "null" (tombstone / no key), "empty", "text", "json", "binary" or "avro"
+    decoding: str  # the decoding that produced ``text``; "auto" is resolved to the one chosen
+    text: str  # what to show (cut to the limit)
+    data: object  # json/avro: the value; text: the str; otherwise None
+    error: str | None  # why the requested decoding failed, else None
+    size: int  # len(raw), 0 for None
+    truncated: bool  # ``text`` was cut to the limit
+    full_length: int  # len of the text before cutting
+
+
+def _cut(kind: str, decoding: str, text: str, data: object, size: int, limit: int) -> Decoded:
+    return Decoded(kind, decoding, text[:limit], data, None, size, len(text) > limit, len(text))
+
+
+def _binary(raw: bytes, limit: int, error: str | None = None) -> Decoded:
+    shown = hex_dump(raw, limit=limit // 4)
+    return Decoded("binary", "hex", shown, None, error, len(raw), len(raw) > limit // 4, _hex_dump_length(len(raw)))
+
+
+def _as_text(raw: bytes, text: str, limit: int) -> Decoded:
+    if len(text) <= limit:
+        shown = _make_visible(text)
+        full_length = len(shown)
+    else:  # only escape what is shown; a 10 MB run of NULs would otherwise become 40 MB
+        shown = _make_visible(text[:limit])
+        full_length = _visible_length(text)
+    return Decoded("text", "text", shown[:limit], text, None, len(raw), full_length > limit, full_length)
+
+
+def _as_json(raw: bytes, value: object, limit: int) -> Decoded:
+    pretty = _safe_json(json.dumps(value, indent=2, ensure_ascii=False))
+    return _cut("json", "json", pretty, value, len(raw), limit)
+
+
+def _as_avro(raw: bytes, value: object, limit: int) -> Decoded:
+    parts: list[str] = []
+    _pretty(value, parts)
+    return _cut("avro", "avro", _safe_json("".join(parts)), _plain(value), len(raw), limit)
+
+
+def _utf8_error(exc: UnicodeDecodeError) -> str:
+    return f"not valid UTF-8 at byte {exc.start}"
+
+
+def _json_error(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "not valid JSON: nested too deeply to parse"
+    return f"not valid JSON: {exc}"
+
+
+def _auto(raw: bytes, schema: AvroSchema | None, limit: int) -> Decoded:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        if _JSON_CONTAINER_START.match(text):
+            try:
+                return _as_json(raw, json.loads(text), limit)
+            except (ValueError, RecursionError):
+                pass  # not JSON after all: maybe text
+        if _CONTROL.search(text) is None:
+            return _as_text(raw, text, limit)
+    if schema is not None and len(raw) >= CONFLUENT_HEADER and raw[0] == CONFLUENT_MAGIC:
+        try:
+            return _as_avro(raw, _decode_avro(raw, schema, framed_only=True), limit)
+        except (_AvroMismatch, RecursionError):
+            pass  # a guess, not a request: no error
+    return _binary(raw, limit)
+
+
+def decode(raw: bytes | None, decoding: str = "auto", schema: AvroSchema | None = None, limit: int = 20_000) -> Decoded:
+    """Decode a message key or value for display and return a Decoded; never raises for any bytes.
+
+    ``None`` gives kind "null" (a tombstone, or no key) and b"" kind "empty", whatever the decoding; their
+    ``decoding`` is the one requested, "auto" included. Otherwise:
+
+    * "auto": a JSON object or array -> "json"; UTF-8 without control characters (tab, LF and CR allowed)
+      -> "text"; Confluent-framed bytes (0x00 + 4-byte schema id) that read with ``schema`` -> "avro";
+      anything else -> "binary". Auto mode never sets ``error``.
+    * "text": the UTF-8 text, or error 'not valid UTF-8 at byte N' (N counted from 0, like the dump).
+    * "json": any JSON value, scalars included, or error 'not valid JSON: <reason> at line L column C'.
+    * "hex": always the dump.
+    * "avro": the value read with ``schema`` (Confluent framing is stripped when present), or an error
+      naming the problem; without a schema the error is 'no Avro schema uploaded for this topic'.
+
+    A failed decoding falls back to the hex dump: kind "binary", ``decoding`` "hex", ``error`` set.
+    ``text`` is cut to ``limit`` characters; a dump covers at most ``limit // 4`` bytes. ``truncated`` and
+    ``full_length`` describe the whole text, which for a dump is never built.
+    Raises ValueError for an unknown decoding or a negative limit.
+    """
+    if decoding not in DECODINGS:
+        raise ValueError(f"unknown decoding {decoding!r}; expected one of {', '.join(DECODINGS)}")
+    if limit < 0:
+        raise ValueError(f"limit must not be negative, not {limit}")
+    if raw is None:
+        return Decoded("null", decoding, "", None, None, 0, False, 0)
+    raw = bytes(raw)
+    if not raw:
+        return Decoded("empty", decoding, "", None, None, 0, False, 0)
+    if decoding == "auto":
+        return _auto(raw, schema, limit)
+    if decoding == "hex":
+        return _binary(raw, limit)
+    if decoding == "avro":
+        if schema is None:
+            return _binary(raw, limit, NO_SCHEMA)
+        try:
+            value = _decode_avro(raw, schema, framed_only=False)
+            return _as_avro(raw, value, limit)
+        except _AvroMismatch as exc:
+            return _binary(raw, limit, f"not valid Avro for the uploaded schema: {exc}")
+        except RecursionError:
+            return _binary(raw, limit, "not valid Avro for the uploaded schema: the value is nested too deeply to show")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _binary(raw, limit, _utf8_error(exc))
+    if decoding == "text":
+        return _as_text(raw, text, limit)
+    try:
+        return _as_json(raw, json.loads(text), limit)
+    except (ValueError, RecursionError) as exc:
+        return _binary(raw, limit, _json_error(exc))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The JSON API and producing messages
+
+
+def wire_value(raw: bytes | None) -> dict[str, object]:
+    """Return a key or value for the JSON API, losslessly.
+
+    {"encoding": "utf-8", "data": text} when ``raw`` is valid UTF-8 (including b""),
+    {"encoding": "base64", "data": standard base64} otherwise, {"encoding": None, "data": None} for None.
+    """
+    if raw is None:
+        return {"encoding": None, "data": None}
+    try:
+        return {"encoding": "utf-8", "data": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"encoding": "base64", "data": base64.b64encode(raw).decode("ascii")}
+
+
+_JSON_TOKEN_OR_SPACE = re.compile(r'("(?:[^"\\]|\\.)*")|[ \t\n\r]+')
+_NON_HEX = re.compile(r"[^0-9a-fA-F]")
+_WORD = re.compile(r"\S+")
+_BASE64_SPACE = re.compile(r"\s+")
+
+
+def _reject_constant(name: str) -> object:
+    raise InputError(f"{name} is not valid JSON")
+
+
+def _input_json(text: str) -> bytes:
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError("the JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc}") from None
+    # Drop the whitespace between tokens but keep every token as typed: numbers keep their digits,
+    # strings their escapes and objects their keys in order (json.dumps(json.loads()) would change them).
+    compact = _JSON_TOKEN_OR_SPACE.sub(lambda match: match.group(1) or "", text)
+    return _input_text(compact)
+
+
+def _input_hex(text: str) -> bytes:
+    digits = []
+    for word in _WORD.finditer(text):
+        start, token = word.start(), word.group()
+        if token[:2] in ("0x", "0X"):
+            if len(token) == 2:
+                raise InputError(f"a 0x prefix with no hex digits at character {start + 1}")
+            start, token = start + 2, token[2:]
+        bad = _NON_HEX.search(token)
+        if bad is not None:
+            raise InputError(f"not a hex digit at character {start + bad.start() + 1}: {bad.group()!r}")
+        digits.append(token)
+    joined = "".join(digits)
+    if len(joined) % 2:
+        raise InputError(f"an odd number of hex digits ({len(joined)}): each byte needs two")
+    return bytes.fromhex(joined)
+
+
+def _input_base64(text: str) -> bytes:
+    compact = _BASE64_SPACE.sub("", text)
+    if "-" in compact or "_" in compact:
+        compact = compact.replace("-", "+").replace("_", "/")
+    if len(compact) % 4 in (2, 3):  # padding left out
+        compact += "=" * (4 - len(compact) % 4)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InputError(f"not valid base64: {exc}") from None
+
+
+def _input_text(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"the text has a lone surrogate at character {exc.start + 1}") from None
+
+
+_ENCODERS: dict[str, Callable[[str], bytes]] = {
+    "text": _input_text,
+    "json": _input_json,
+    "hex": _input_hex,
+    "base64": _input_base64,
+}
+
+
+def encode_input(text: str, fmt: str) -> bytes:
+    """Return the bytes of a message key or value typed as ``text`` in format ``fmt``.
+
+    * "text": UTF-8.
+    * "json": validated, then compacted (whitespace between tokens dropped; every token kept as typed).
+      NaN and Infinity are refused, as standard JSON has no such values.
+    * "hex": hex digits; whitespace anywhere between them and a 0x prefix on each group are allowed
+      ("0xDEAD beef", "de ad be ef").
+    * "base64": standard or URL-safe alphabet; whitespace and missing padding are allowed.
+
+    Raises InputError with a message for the user ('not valid JSON at line 1 column 8: ...',
+    "not a hex digit at character 3: 'g'", counted from 1) when the text is not valid in that format,
+    and ValueError for an unknown format.
+    """
+    encoder = _ENCODERS.get(fmt)
+    if encoder is None:
+        raise ValueError(f"unknown input format {fmt!r}; expected one of {', '.join(INPUT_FORMATS)}")
+    return encoder(text)

@@ -1,0 +1,539 @@
+"""Messages: read a page at an offset or a time, one message, find by key, scan with a filter, produce.
+
+Every read is bounded: by a message count, by a deadline, and by the offsets the
+partition had when the read began (a page never waits for messages not yet written).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.partitioner.default import murmur2
+
+from broker.connection import ClusterConnection
+from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
+from broker.topics import PartitionInfo, get_partition, get_topic_partitions
+
+MAX_PAGE = 500
+DEFAULT_PAGE = 50
+TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
+
+
+@dataclass(frozen=True)
+class Message:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None  # epoch ms
+    timestamp_type: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+    @property
+    def size(self) -> int:
+        return len(self.key or b"") + len(self.value or b"")
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of one partition's messages and where its neighbours start."""
+
+    topic: str
+    partition: int
+    offset: int  # where this page starts (after clamping)
+    limit: int
+    start_offset: int  # of the partition
+    end_offset: int
+    messages: list[Message]
+    notes: list[str] = field(default_factory=list)  # clamping and time-outs, said to the user
+    complete: bool = True  # False when the deadline cut the read short
+    partitions: list[PartitionInfo] = field(default_factory=list)  # every partition of the topic
+
+    @property
+    def first_offset(self) -> int:
+        return self.start_offset
+
+    @property
+    def prev_offset(self) -> int | None:
+        return max(self.start_offset, self.offset - self.limit) if self.offset > self.start_offset else None
+
+    @property
+    def next_offset(self) -> int | None:
+        following = (self.messages[-1].offset + 1) if self.messages else self.offset + self.limit
+        return following if following < self.end_offset else None
+
+    @property
+    def last_offset(self) -> int:
+        return max(self.start_offset, self.end_offset - self.limit)
+
+
+def check_limit(limit: int | None) -> int:
+    if limit is None:
+        return DEFAULT_PAGE
+    if limit < 1 or limit > MAX_PAGE:
+        raise InvalidInput(f"The page size is 1 to {MAX_PAGE}, not {limit}.")
+    return limit
+
+
+def _record(record: Any) -> Message:
+    return Message(
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        timestamp=record.timestamp if record.timestamp is not None and record.timestamp >= 0 else None,
+        timestamp_type=TIMESTAMP_TYPES.get(record.timestamp_type, "NoTimestamp"),
+        key=record.key,
+        value=record.value,
+        headers=[(name, value) for name, value in (record.headers or [])],
+    )
+
+
+def _readable(info: PartitionInfo, topic: str) -> tuple[int, int]:
+    if not info.available:
+        raise PartitionUnavailable(
+            f"Partition {info.partition} of {topic!r} has no leader right now; it cannot be read until one is elected."
+        )
+    if info.start_offset is None or info.end_offset is None:
+        raise PartitionUnavailable(f"The offsets of partition {info.partition} of {topic!r} could not be read.")
+    return info.start_offset, info.end_offset
+
+
+def read_range(
+    consumer: KafkaConsumer, tp: TopicPartition, offset: int, stop: int, limit: int, deadline: float
+) -> tuple[list[Message], bool]:
+    """Up to ``limit`` messages of ``tp`` from ``offset`` below ``stop``; (messages, complete).
+
+    complete is False when the deadline came first.
+    """
+    consumer.assign([tp])
+    consumer.seek(tp, offset)
+    found: list[Message] = []
+    while len(found) < limit:
+        if consumer.position(tp, timeout_ms=1000) >= stop:
+            return found, True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return found, False
+        batch = consumer.poll(timeout_ms=int(min(remaining, 1.0) * 1000), max_records=limit - len(found))
+        for record in batch.get(tp, []):
+            if record.offset >= stop:
+                return found, True
+            found.append(_record(record))
+            if len(found) >= limit:
+                break
+    return found, True
+
+
+def _offset_for_time(conn: ClusterConnection, tp: TopicPartition, timestamp_ms: int) -> int | None:
+    def lookup(admin: KafkaAdminClient) -> int | None:
+        answer = admin.list_partition_offsets({tp: timestamp_ms})
+        found = answer.get(tp)
+        return int(found.offset) if found is not None and found.offset >= 0 else None
+
+    return conn.call(lookup, "offset lookup by time")
+
+
+def get_page(
+    conn: ClusterConnection,
+    topic: str,
+    partition: int,
+    offset: int | None = None,
+    limit: int = DEFAULT_PAGE,
+    timestamp_ms: int | None = None,
+    from_end: bool = False,
+) -> Page:
+    """A page of messages from ``offset``, or from the first at/after ``timestamp_ms``, or the last page.
+
+    Offsets outside the partition are clamped and the page's ``notes`` say so.
+    Raises TopicNotFound, PartitionNotFound, PartitionUnavailable, ClusterUnavailable.
+    """
+    infos = get_topic_partitions(conn, topic)
+    info = _pick(infos, topic, partition)
+    start, end = _readable(info, topic)
+    notes: list[str] = []
+    tp = TopicPartition(topic, partition)
+    if timestamp_ms is not None:
+        found = _offset_for_time(conn, tp, timestamp_ms)
+        if found is None:
+            notes.append("No message at or after that time; showing the last page.")
+            offset = max(start, end - limit)
+        else:
+            offset = found
+    elif from_end or offset is None:
+        offset = max(start, end - limit) if from_end else start
+    elif offset < start:
+        notes.append(f"Offset {offset} is before the first offset {start}; showing from {start}.")
+        offset = start
+    elif offset >= end and end > start:
+        last = max(start, end - limit)
+        notes.append(f"Offset {offset} is past the end ({end}); showing the last messages from {last}.")
+        offset = last
+    elif offset > end:
+        notes.append(f"Offset {offset} is past the end ({end}); the partition is empty.")
+        offset = end
+    deadline = time.monotonic() + conn.config.timeout * 2
+    with conn.consumer() as consumer:
+        try:
+            messages, complete = read_range(consumer, tp, offset, end, limit, deadline)
+        except kafka.errors.KafkaError as exc:
+            raise ClusterUnavailable(
+                f"Reading partition {partition} of {topic!r} failed: {type(exc).__name__}."
+            ) from None
+    if not complete:
+        notes.append(f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short.")
+    return Page(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        limit=limit,
+        start_offset=start,
+        end_offset=end,
+        messages=messages,
+        notes=notes,
+        complete=complete,
+        partitions=infos,
+    )
+
+
+def _pick(infos: list[PartitionInfo], topic: str, partition: int) -> PartitionInfo:
+    for info in infos:
+        if info.partition == partition:
+            return info
+    raise PartitionNotFound(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(infos) - 1}).")
+
+
+def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int) -> tuple[Message, PartitionInfo]:
+    """The message at exactly ``offset``; raises NotFound when the offset is outside the partition or
+    holds no message (compacted away, or a transaction marker), and the reading errors of get_page."""
+    info = _pick(get_topic_partitions(conn, topic), topic, partition)
+    start, end = _readable(info, topic)
+    if not start <= offset < end:
+        raise NotFound(
+            f"Partition {partition} of {topic!r} holds offsets {start} to {end - 1}; there is no message at {offset}."
+            if end > start
+            else f"Partition {partition} of {topic!r} is empty; there is no message at {offset}."
+        )
+    deadline = time.monotonic() + conn.config.timeout * 2
+    with conn.consumer() as consumer:
+        messages, _ = read_range(consumer, TopicPartition(topic, partition), offset, offset + 1, 1, deadline)
+    if not messages or messages[0].offset != offset:
+        raise NotFound(
+            f"No message at offset {offset} of partition {partition} of {topic!r} "
+            "(removed by compaction, or a transaction marker)."
+        )
+    return messages[0], info
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a non-null key: murmur2, positive, modulo."""
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+# ---------------------------------------------------------------- scanning
+
+
+@dataclass
+class ScanProgress:
+    """Where a scan is; a callback receives it every ``report_every`` messages and at the end."""
+
+    scanned: int = 0
+    matched: int = 0
+    positions: dict[int, int] = field(default_factory=dict)  # partition -> next offset to read
+    total: int = 0  # messages in range
+    done: bool = False
+    stopped: str | None = None  # why the scan ended early: "limit", "cancelled", "deadline", "matches"
+
+
+@dataclass(frozen=True)
+class ScanRange:
+    partition: int
+    start: int
+    stop: int
+
+
+def plan_scan(
+    conn: ClusterConnection,
+    topic: str,
+    partitions: list[int] | None = None,
+    start_ms: int | None = None,
+    stop_ms: int | None = None,
+    last: int | None = None,
+    start_offset: int | None = None,
+    stop_offset: int | None = None,
+) -> list[ScanRange]:
+    """The offset ranges a scan reads, per partition: bounded by time, by offsets, or the last N of each.
+
+    Raises TopicNotFound, PartitionNotFound, ClusterUnavailable.
+    """
+    infos = get_topic_partitions(conn, topic)
+    known = {p.partition: p for p in infos}
+    chosen = partitions if partitions is not None else sorted(known)
+    ranges = []
+    for number in chosen:
+        if number not in known:
+            raise PartitionNotFound(f"Topic {topic!r} has no partition {number} (it has 0 to {len(known) - 1}).")
+        info = known[number]
+        if not info.available or info.start_offset is None or info.end_offset is None:
+            continue
+        start, stop = info.start_offset, info.end_offset
+        if start_offset is not None:
+            start = max(start, start_offset)
+        if stop_offset is not None:
+            stop = min(stop, stop_offset)
+        if last is not None:
+            start = max(start, stop - last)
+        tp = TopicPartition(topic, number)
+        if start_ms is not None:
+            found = _offset_for_time(conn, tp, start_ms)
+            start = max(start, found) if found is not None else stop
+        if stop_ms is not None:
+            found = _offset_for_time(conn, tp, stop_ms)
+            stop = min(stop, found) if found is not None else stop
+        if stop > start:
+            ranges.append(ScanRange(number, start, stop))
+    return ranges
+
+
+def scan(
+    conn: ClusterConnection,
+    topic: str,
+    ranges: list[ScanRange],
+    predicate: Callable[[Message], bool],
+    max_scan: int,
+    max_matches: int,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[ScanProgress], None] | None = None,
+    report_every: int = 2000,
+    deadline_s: float = 300.0,
+) -> Iterator[Message]:
+    """Yield the messages of ``ranges`` that satisfy ``predicate``, partition by partition.
+
+    Stops at ``max_scan`` messages read, ``max_matches`` found, ``cancel`` set, or the deadline;
+    ``on_progress`` hears where it is (its last call has ``done`` set and says why it stopped).
+    """
+    progress = ScanProgress(
+        total=sum(r.stop - r.start for r in ranges), positions={r.partition: r.start for r in ranges}
+    )
+    deadline = time.monotonic() + deadline_s
+
+    def report(force: bool = False) -> None:
+        if on_progress is not None and (force or progress.scanned % report_every == 0):
+            on_progress(progress)
+
+    try:
+        with conn.consumer() as consumer:
+            for r in ranges:
+                tp = TopicPartition(topic, r.partition)
+                consumer.assign([tp])
+                consumer.seek(tp, r.start)
+                while consumer.position(tp, timeout_ms=1000) < r.stop:
+                    if cancel is not None and cancel.is_set():
+                        progress.stopped = "cancelled"
+                        return
+                    if time.monotonic() > deadline:
+                        progress.stopped = "deadline"
+                        return
+                    batch = consumer.poll(timeout_ms=500, max_records=500)
+                    for record in batch.get(tp, []):
+                        if record.offset >= r.stop:
+                            break
+                        message = _record(record)
+                        progress.scanned += 1
+                        progress.positions[r.partition] = record.offset + 1
+                        if predicate(message):
+                            progress.matched += 1
+                            yield message
+                            if progress.matched >= max_matches:
+                                progress.stopped = "matches"
+                                return
+                        if progress.scanned >= max_scan:
+                            progress.stopped = "limit"
+                            return
+                        report()
+                    if not batch and consumer.position(tp, timeout_ms=1000) < r.stop and time.monotonic() > deadline:
+                        progress.stopped = "deadline"
+                        return
+                progress.positions[r.partition] = r.stop
+    finally:
+        progress.done = True
+        report(force=True)
+
+
+@dataclass(frozen=True)
+class KeySearch:
+    partition: int
+    partitions: int
+    reason: str
+    matches: list[Message]
+    scanned: int
+    range: ScanRange | None
+    stopped: str | None
+
+
+def find_by_key(
+    conn: ClusterConnection, topic: str, key: bytes, max_scan: int = 200_000, max_matches: int = 100
+) -> KeySearch:
+    """The messages whose key is ``key``, scanning only the partition the default partitioner gives it
+    (the newest ``max_scan`` messages of it). Raises TopicNotFound, ClusterUnavailable."""
+    infos = get_topic_partitions(conn, topic)
+    count = len(infos)
+    partition = partition_for_key(key, count)
+    reason = (
+        f"Kafka's default partitioner sends key {key[:40]!r} to partition {partition} of {count} "
+        f"(murmur2 of the key bytes, modulo {count}); producers using it write this key nowhere else."
+    )
+    ranges = plan_scan(conn, topic, [partition], last=max_scan)
+    seen = ScanProgress()
+
+    def remember(progress: ScanProgress) -> None:
+        seen.scanned, seen.stopped = progress.scanned, progress.stopped
+
+    matches = list(
+        scan(
+            conn,
+            topic,
+            ranges,
+            lambda m: m.key == key,
+            max_scan=max_scan,
+            max_matches=max_matches,
+            on_progress=remember,
+            report_every=max_scan,
+        )
+    )
+    return KeySearch(
+        partition=partition,
+        partitions=count,
+        reason=reason,
+        matches=matches,
+        scanned=seen.scanned,
+        range=ranges[0] if ranges else None,
+        stopped=seen.stopped,
+    )
+
+
+# ---------------------------------------------------------------- producing
+
+
+@dataclass(frozen=True)
+class Produced:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int | None
+
+
+def do_produce(
+    conn: ClusterConnection,
+    topic: str,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes]] | None = None,
+    partition: int | None = None,
+) -> Produced:
+    """Send one message with acks=all and wait for the broker's acknowledgement.
+
+    Raises PartitionNotFound, TopicNotFound, KafkaRefused (e.g. too large), ClusterUnavailable.
+    """
+    from broker.topics import _refused
+
+    if partition is not None:
+        get_partition(conn, topic, partition)
+    else:
+        get_topic_partitions(conn, topic)
+    producer = conn.producer()
+    try:
+        future = producer.send(topic, key=key, value=value, headers=headers or [], partition=partition)
+        meta = future.get(timeout=conn.config.timeout * 2)
+    except kafka.errors.KafkaTimeoutError:
+        conn.drop_producer()
+        raise ClusterUnavailable(
+            f"Cluster {conn.config.name!r} did not acknowledge the message in time; "
+            "it may or may not have been written."
+        ) from None
+    except kafka.errors.KafkaError as exc:
+        raise _refused(exc) from None
+    return Produced(
+        topic=meta.topic,
+        partition=meta.partition,
+        offset=meta.offset,
+        timestamp=meta.timestamp if meta.timestamp is not None and meta.timestamp >= 0 else None,
+    )
+
+
+# ---------------------------------------------------------------- tailing
+
+
+class Tail:
+    """New messages of a topic (or one partition) as they arrive, read by a thread of its own.
+
+    Messages wait in a bounded buffer: when the reader falls behind a fast topic, the oldest
+    waiting ones are dropped and counted, so memory stays flat however fast the topic is.
+    """
+
+    def __init__(self, conn: ClusterConnection, topic: str, partitions: list[int], buffer: int = 200) -> None:
+        self.conn, self.topic, self.partitions = conn, topic, partitions
+        self._buffer: list[Message] = []
+        self._limit = buffer
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.dropped = 0
+        self.received = 0
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def drain(self, at_most: int) -> tuple[list[Message], int]:
+        """Up to ``at_most`` waiting messages, oldest first, and how many were dropped since the last call."""
+        with self._lock:
+            taken, self._buffer = self._buffer[:at_most], self._buffer[at_most:]
+            dropped, self.dropped = self.dropped, 0
+        return taken, dropped
+
+    def discard(self) -> int:
+        """Forget every waiting message (while paused); returns how many."""
+        with self._lock:
+            count, self._buffer = len(self._buffer), []
+        return count
+
+    def _run(self) -> None:
+        consumer = None
+        try:
+            consumer = self.conn._new_consumer()
+            tps = [TopicPartition(self.topic, p) for p in self.partitions]
+            consumer.assign(tps)
+            consumer.seek_to_end(*tps)
+            while not self._stop.is_set():
+                batch = consumer.poll(timeout_ms=300, max_records=500)
+                for records in batch.values():
+                    for record in records:
+                        self._add(_record(record))
+        except Exception as exc:  # noqa: BLE001 - the page shows why the tail stopped
+            self.error = f"The live tail stopped: {type(exc).__name__}: {exc}"
+        finally:
+            if consumer is not None:
+                consumer.close()
+
+    def _add(self, message: Message) -> None:
+        with self._lock:
+            self.received += 1
+            self._buffer.append(message)
+            if len(self._buffer) > self._limit:
+                overflow = len(self._buffer) - self._limit
+                del self._buffer[:overflow]
+                self.dropped += overflow

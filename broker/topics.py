@@ -1,0 +1,538 @@
+"""Topics and partitions: list, describe, create, delete, add partitions, change configs, delete records.
+
+Reads are batched whatever the number of topics: one metadata request for every topic,
+one ListOffsets request per partition leader for each of earliest and latest, one
+DescribeLogDirs per broker, one DescribeConfigs for every topic. Never one per topic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
+
+from broker.connection import ClusterConnection
+from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, PartitionNotFound, TopicNotFound
+
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# Topic configs the create form offers; any other valid topic config may be given as key=value too.
+COMMON_CONFIGS = (
+    "retention.ms",
+    "retention.bytes",
+    "cleanup.policy",
+    "min.insync.replicas",
+    "segment.bytes",
+    "max.message.bytes",
+    "compression.type",
+)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int | None
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int] = field(default_factory=list)
+    start_offset: int | None = None
+    end_offset: int | None = None
+    size: int | None = None  # bytes of the leader's replica
+    error: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.leader is not None
+
+    @property
+    def messages(self) -> int | None:
+        if self.start_offset is None or self.end_offset is None:
+            return None
+        return self.end_offset - self.start_offset
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def out_of_sync(self) -> list[int]:
+        return [r for r in self.replicas if r not in self.isr]
+
+    @property
+    def preferred_leader(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+    @property
+    def leader_is_preferred(self) -> bool:
+        return self.leader is not None and self.leader == self.preferred_leader
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "leader": self.leader,
+            "replicas": self.replicas,
+            "isr": self.isr,
+            "out_of_sync_replicas": self.out_of_sync,
+            "offline_replicas": self.offline_replicas,
+            "preferred_leader": self.preferred_leader,
+            "leader_is_preferred": self.leader_is_preferred,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "messages": self.messages,
+            "size": self.size,
+            "available": self.available,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    name: str
+    internal: bool
+    partitions: int
+    replication_factor: int
+    messages: int | None
+    size: int | None  # bytes on disk over every replica
+    under_replicated: int
+    offline: int
+    under_min_isr: int
+    min_isr: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "internal": self.internal,
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "messages": self.messages,
+            "size": self.size,
+            "under_replicated_partitions": self.under_replicated,
+            "offline_partitions": self.offline,
+            "under_min_isr_partitions": self.under_min_isr,
+            "min_insync_replicas": self.min_isr,
+        }
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str
+    is_default: bool
+    sensitive: bool
+    read_only: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "source": self.source,
+            "is_default": self.is_default,
+            "sensitive": self.sensitive,
+            "read_only": self.read_only,
+        }
+
+
+@dataclass(frozen=True)
+class TopicDetail:
+    summary: TopicSummary
+    topic_id: str | None
+    partitions: list[PartitionInfo]
+    configs: list[ConfigEntry]
+
+    @property
+    def name(self) -> str:
+        return self.summary.name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.summary.as_dict(),
+            "topic_id": self.topic_id,
+            "partitions": [p.as_dict() for p in self.partitions],
+            "configs": [c.as_dict() for c in self.configs],
+        }
+
+
+# ---------------------------------------------------------------- validation
+
+
+def check_topic_name(name: str) -> str:
+    """The name if Kafka would accept it; raises InvalidInput saying why not."""
+    if name in (".", ".."):
+        raise InvalidInput("A topic cannot be named '.' or '..'.")
+    if not TOPIC_NAME.match(name):
+        raise InvalidInput("A topic name is 1 to 249 characters of letters, digits, '.', '_' and '-'.")
+    return name
+
+
+# ---------------------------------------------------------------- reads
+
+
+def _partitions_of(topic: dict[str, Any]) -> list[dict[str, Any]]:
+    return sorted(topic.get("partitions") or [], key=lambda p: p["partition_index"])
+
+
+def _offsets(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
+    """Offsets for ``tps`` in one request per leader; partitions that fail are left out."""
+    if not tps:
+        return {}
+    try:
+        answer = admin.list_partition_offsets(dict.fromkeys(tps, spec))
+        return {tp: o.offset for tp, o in answer.items()}
+    except kafka.errors.KafkaError:
+        pass
+    # One bad partition fails the whole answer: retry per topic so the rest still shows.
+    by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
+    for tp in tps:
+        by_topic[tp.topic].append(tp)
+    result: dict[TopicPartition, int] = {}
+    for group in by_topic.values():
+        try:
+            answer = admin.list_partition_offsets(dict.fromkeys(group, spec))
+            result.update({tp: o.offset for tp, o in answer.items()})
+        except kafka.errors.KafkaError:
+            continue
+    return result
+
+
+def _replica_sizes(
+    admin: KafkaAdminClient, brokers: list[int], topics: list[dict[str, Any]]
+) -> dict[tuple[str, int, int], int]:
+    """{(topic, partition, broker): bytes} from one DescribeLogDirs request per live broker.
+
+    The partitions are named from the metadata already at hand: without them the client
+    would fetch every topic's metadata once more.
+    """
+    sizes: dict[tuple[str, int, int], int] = {}
+    wanted = {t["name"]: [p["partition_index"] for p in _partitions_of(t)] for t in topics}
+    if not wanted:
+        return sizes
+    try:
+        answers = admin.describe_log_dirs(topic_partitions=wanted, brokers=brokers)
+    except kafka.errors.KafkaError:
+        return sizes
+    for answer in answers:
+        broker = answer["broker"]
+        for log_dir in answer["log_dirs"]:
+            for topic in log_dir.get("topics", []):
+                for p in topic.get("partitions", []):
+                    if not p.get("is_future_key"):
+                        sizes[(topic["name"], p["partition_index"], broker)] = p["partition_size"]
+    return sizes
+
+
+def _min_isr(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:
+    if not names:
+        return {}
+    resources = [ConfigResource(ConfigResourceType.TOPIC, n, ["min.insync.replicas"]) for n in names]
+    try:
+        described = admin.describe_configs(resources, config_filter="all")
+    except kafka.errors.KafkaError:
+        return {}
+    result = {}
+    for name, configs in described.get("topic", {}).items():
+        entry = configs.get("min.insync.replicas")
+        if entry and entry.get("value") is not None:
+            result[name] = int(entry["value"])
+    return result
+
+
+def _collect(
+    admin: KafkaAdminClient, topics: list[dict[str, Any]]
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int], dict[tuple[str, int, int], int], dict[str, int]]:
+    readable = [
+        TopicPartition(t["name"], p["partition_index"])
+        for t in topics
+        for p in _partitions_of(t)
+        if p.get("leader_id", -1) >= 0
+    ]
+    starts = _offsets(admin, readable, OffsetSpec.EARLIEST)
+    ends = _offsets(admin, readable, OffsetSpec.LATEST)
+    brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
+    sizes = _replica_sizes(admin, brokers, topics)
+    min_isr = _min_isr(admin, [t["name"] for t in topics])
+    return starts, ends, sizes, min_isr
+
+
+def _build_partitions(
+    topic: dict[str, Any],
+    starts: dict[TopicPartition, int],
+    ends: dict[TopicPartition, int],
+    sizes: dict[tuple[str, int, int], int],
+) -> list[PartitionInfo]:
+    result = []
+    for p in _partitions_of(topic):
+        tp = TopicPartition(topic["name"], p["partition_index"])
+        leader = p.get("leader_id", -1)
+        error_code = p.get("error_code", 0)
+        error = None
+        if leader < 0:
+            error = "no leader: the partition is unavailable"
+        elif error_code:
+            error = kafka.errors.for_code(error_code).__name__
+        result.append(
+            PartitionInfo(
+                partition=p["partition_index"],
+                leader=leader if leader >= 0 else None,
+                replicas=list(p.get("replica_nodes") or []),
+                isr=list(p.get("isr_nodes") or []),
+                offline_replicas=list(p.get("offline_replicas") or []),
+                start_offset=starts.get(tp),
+                end_offset=ends.get(tp),
+                size=sizes.get((tp.topic, tp.partition, leader)) if leader >= 0 else None,
+                error=error,
+            )
+        )
+    return result
+
+
+def _summary(
+    topic: dict[str, Any], partitions: list[PartitionInfo], sizes: dict[tuple[str, int, int], int], min_isr: int | None
+) -> TopicSummary:
+    counts = [p.messages for p in partitions]
+    replica_sizes = [v for (t, _, _), v in sizes.items() if t == topic["name"]] if sizes else []
+    return TopicSummary(
+        name=topic["name"],
+        internal=bool(topic.get("is_internal")),
+        partitions=len(partitions),
+        replication_factor=max((len(p.replicas) for p in partitions), default=0),
+        messages=sum(c for c in counts if c is not None) if any(c is not None for c in counts) else None,
+        size=sum(replica_sizes) if replica_sizes else None,
+        under_replicated=sum(1 for p in partitions if p.under_replicated),
+        offline=sum(1 for p in partitions if not p.available),
+        under_min_isr=sum(1 for p in partitions if min_isr is not None and len(p.isr) < min_isr),
+        min_isr=min_isr,
+    )
+
+
+def get_topics(conn: ClusterConnection, include_internal: bool = False) -> list[TopicSummary]:
+    """Every topic (internal ones only when asked) with counts, sizes and health, sorted by name.
+
+    Raises ClusterUnavailable.
+    """
+
+    def fetch(admin: KafkaAdminClient) -> list[TopicSummary]:
+        topics = [t for t in admin.describe_topics() if include_internal or not t.get("is_internal")]
+        starts, ends, sizes, min_isr = _collect(admin, topics)
+        # Index the replica sizes by topic once, so summing is linear in partitions.
+        by_topic: dict[str, dict[tuple[str, int, int], int]] = defaultdict(dict)
+        for key, value in sizes.items():
+            by_topic[key[0]][key] = value
+        summaries = []
+        for t in topics:
+            parts = _build_partitions(t, starts, ends, by_topic[t["name"]])
+            summaries.append(_summary(t, parts, by_topic[t["name"]], min_isr.get(t["name"])))
+        return sorted(summaries, key=lambda s: s.name)
+
+    return conn.call(fetch, "topic list")
+
+
+def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
+    """One topic with its partitions (leader, replicas, ISR, offsets, size) and its configuration.
+
+    Raises TopicNotFound, ClusterUnavailable.
+    """
+
+    def fetch(admin: KafkaAdminClient) -> TopicDetail:
+        described = admin.describe_topics([name])
+        if not described or described[0].get("error_code") == kafka.errors.UnknownTopicOrPartitionError.errno:
+            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.")
+        topic = described[0]
+        starts, ends, sizes, min_isr = _collect(admin, [topic])
+        partitions = _build_partitions(topic, starts, ends, sizes)
+        configs = _topic_configs(admin, name)
+        return TopicDetail(
+            summary=_summary(topic, partitions, sizes, min_isr.get(name)),
+            topic_id=str(topic.get("topic_id")) if topic.get("topic_id") else None,
+            partitions=partitions,
+            configs=configs,
+        )
+
+    return conn.call(fetch, "topic description")
+
+
+def _topic_configs(admin: KafkaAdminClient, name: str) -> list[ConfigEntry]:
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)], config_filter="all")
+    entries = []
+    for key, entry in sorted(described.get("topic", {}).get(name, {}).items()):
+        source = str(entry.get("config_source", "UNKNOWN"))
+        sensitive = bool(entry.get("is_sensitive"))
+        entries.append(
+            ConfigEntry(
+                name=key,
+                value=None if sensitive else entry.get("value"),
+                source=source,
+                is_default=source in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+                sensitive=sensitive,
+                read_only=bool(entry.get("read_only")),
+            )
+        )
+    return entries
+
+
+def get_partition(conn: ClusterConnection, topic: str, partition: int) -> PartitionInfo:
+    """One partition of a topic; raises TopicNotFound, PartitionNotFound, ClusterUnavailable."""
+    detail = get_topic_partitions(conn, topic)
+    for p in detail:
+        if p.partition == partition:
+            return p
+    raise PartitionNotFound(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(detail) - 1}).")
+
+
+def get_topic_partitions(conn: ClusterConnection, topic: str) -> list[PartitionInfo]:
+    """The partitions of ``topic`` with leaders and offsets (no sizes, no configs): the cheap read that
+    message browsing needs. Raises TopicNotFound, ClusterUnavailable."""
+
+    def fetch(admin: KafkaAdminClient) -> list[PartitionInfo]:
+        described = admin.describe_topics([topic])
+        if not described or described[0].get("error_code") == kafka.errors.UnknownTopicOrPartitionError.errno:
+            raise TopicNotFound(f"No topic named {topic!r} in cluster {conn.config.name!r}.")
+        readable = [
+            TopicPartition(topic, p["partition_index"])
+            for p in _partitions_of(described[0])
+            if p.get("leader_id", -1) >= 0
+        ]
+        starts = _offsets(admin, readable, OffsetSpec.EARLIEST)
+        ends = _offsets(admin, readable, OffsetSpec.LATEST)
+        return _build_partitions(described[0], starts, ends, {})
+
+    return conn.call(fetch, "partition offsets")
+
+
+# ---------------------------------------------------------------- changes
+
+
+_KAFKA_MESSAGE = re.compile(r"error_message='((?:[^'\\]|\\.)*)'")
+
+
+def _refused(exc: kafka.errors.KafkaError) -> KafkaRefused:
+    """A readable message from a Kafka error: its protocol name and Kafka's own explanation.
+
+    kafka-python puts the whole request and response in the text; only the broker's
+    ``error_message`` is for users.
+    """
+    name = getattr(exc, "message", None) or type(exc).__name__
+    text = str(exc.args[0]) if exc.args else ""
+    found = _KAFKA_MESSAGE.search(text)
+    if found:
+        detail = found.group(1)
+    elif "Request '" in text:
+        detail = ""
+    else:
+        detail = re.sub(r"^\[Error \d+\] \w+: ?", "", text).strip()
+    return KafkaRefused(f"Kafka refused: {name}: {detail}" if detail and detail != name else f"Kafka refused: {name}")
+
+
+def do_create_topic(
+    conn: ClusterConnection, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None
+) -> None:
+    """Create a topic. Raises AlreadyExists, KafkaRefused (replication factor, configs, policy),
+    ClusterUnavailable. Arguments are assumed checked (``check_topic_name``, positive counts)."""
+
+    def create(admin: KafkaAdminClient) -> None:
+        try:
+            admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
+        except kafka.errors.TopicAlreadyExistsError:
+            raise AlreadyExists(f"Topic {name!r} already exists.") from None
+        except kafka.errors.KafkaError as exc:
+            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+                raise
+            raise _refused(exc) from None
+
+    conn.call(create, "topic creation")
+
+
+def do_delete_topic(conn: ClusterConnection, name: str) -> None:
+    """Delete a topic. Raises TopicNotFound, KafkaRefused, ClusterUnavailable."""
+
+    def delete(admin: KafkaAdminClient) -> None:
+        try:
+            admin.delete_topics([name])
+        except kafka.errors.UnknownTopicOrPartitionError:
+            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
+        except kafka.errors.KafkaError as exc:
+            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+                raise
+            raise _refused(exc) from None
+
+    conn.call(delete, "topic deletion")
+
+
+def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
+    """Grow a topic to ``total`` partitions. Raises TopicNotFound, KafkaRefused (e.g. fewer than now)."""
+
+    def grow(admin: KafkaAdminClient) -> None:
+        try:
+            admin.create_partitions({name: total})
+        except kafka.errors.UnknownTopicOrPartitionError:
+            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
+        except kafka.errors.KafkaError as exc:
+            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+                raise
+            raise _refused(exc) from None
+
+    conn.call(grow, "partition creation")
+
+
+def do_alter_topic_configs(
+    conn: ClusterConnection, name: str, set_configs: dict[str, str], reset: list[str] | None = None
+) -> None:
+    """Set some configs of a topic and reset others to their defaults (incrementally: the rest stay).
+
+    Raises TopicNotFound, KafkaRefused (unknown key, bad value), ClusterUnavailable.
+    """
+    changes: dict[str, Any] = {k: ("SET", v) for k, v in set_configs.items()}
+    changes.update({k: ("DELETE", None) for k in reset or []})
+
+    def alter(admin: KafkaAdminClient) -> None:
+        try:
+            answer = admin.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name, changes)], raise_on_unknown=False, incremental=True
+            )
+        except kafka.errors.UnknownTopicOrPartitionError:
+            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
+        except kafka.errors.KafkaError as exc:
+            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+                raise
+            raise _refused(exc) from None
+        except ValueError as exc:
+            raise KafkaRefused(f"Kafka refused the configuration: {exc}") from None
+        # Errors per resource come back as text rather than raised.
+        outcome = answer.get("topic", {}).get(name) if isinstance(answer, dict) else None
+        if isinstance(outcome, str) and outcome.startswith("[Error"):
+            if "UnknownTopicOrPartition" in outcome:
+                raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.")
+            raise KafkaRefused("Kafka refused: " + re.sub(r"^\[Error \d+\] ", "", outcome))
+
+    conn.call(alter, "configuration change")
+
+
+def do_delete_records(conn: ClusterConnection, name: str, before: dict[int, int]) -> dict[int, int]:
+    """Delete the records below ``before[partition]`` in each partition; returns {partition: new start offset}.
+
+    Raises TopicNotFound, KafkaRefused (offset past the end), ClusterUnavailable.
+    """
+
+    def delete(admin: KafkaAdminClient) -> dict[int, int]:
+        try:
+            answer = admin.delete_records({TopicPartition(name, p): o for p, o in before.items()})
+        except kafka.errors.UnknownTopicOrPartitionError:
+            raise TopicNotFound(f"No topic or partition {name!r} {sorted(before)}.") from None
+        except kafka.errors.KafkaError as exc:
+            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+                raise
+            raise _refused(exc) from None
+        return {
+            tp.partition: int(
+                meta.get("low_watermark", before[tp.partition])
+                if isinstance(meta, dict)
+                else getattr(meta, "low_watermark", before[tp.partition])
+            )
+            for tp, meta in answer.items()
+        }
+
+    return conn.call(delete, "record deletion")

@@ -1,0 +1,180 @@
+"""Forms for every change; the JSON API validates its bodies with the same forms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from broker.decode import DECODINGS, InputError, encode_input
+from broker.errors import InvalidInput
+from broker.topics import check_topic_name
+
+CLEANUP_POLICIES = [
+    ("", "default (delete)"),
+    ("delete", "delete"),
+    ("compact", "compact"),
+    ("compact,delete", "compact,delete"),
+]
+INPUT_FORMATS = [("text", "text"), ("json", "JSON"), ("hex", "hex"), ("base64", "base64")]
+
+
+def parse_pairs(text: str, what: str) -> dict[str, str]:
+    """``key=value`` lines (blank lines and # comments skipped) as a dict; raises forms.ValidationError."""
+    pairs: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise forms.ValidationError(f"Line {number}: expected {what}=value, got {line[:60]!r}.")
+        key, value = line.split("=", 1)
+        if not key.strip():
+            raise forms.ValidationError(f"Line {number}: the {what} is empty.")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+class TopicNameField(forms.CharField):
+    def clean(self, value: Any) -> str:
+        name = str(super().clean(value))
+        try:
+            return check_topic_name(name)
+        except InvalidInput as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class CreateTopicForm(forms.Form):
+    name = TopicNameField(max_length=249, widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "off"}))
+    partitions = forms.IntegerField(min_value=1, max_value=10_000, initial=3)
+    replication_factor = forms.IntegerField(min_value=1, max_value=32, initial=3)
+    retention_ms = forms.IntegerField(
+        required=False,
+        min_value=-1,
+        label="retention.ms",
+        help_text="-1 keeps messages forever; blank uses the broker's default",
+    )
+    cleanup_policy = forms.ChoiceField(choices=CLEANUP_POLICIES, required=False, label="cleanup.policy")
+    configs = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "max.message.bytes=2097152"}),
+        help_text="more topic configs, one key=value per line",
+    )
+
+    def clean_configs(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data.get("configs") or "", "config")
+
+    def topic_configs(self) -> dict[str, str]:
+        configs = dict(self.cleaned_data["configs"])
+        if self.cleaned_data.get("retention_ms") is not None:
+            configs["retention.ms"] = str(self.cleaned_data["retention_ms"])
+        if self.cleaned_data.get("cleanup_policy"):
+            configs["cleanup.policy"] = self.cleaned_data["cleanup_policy"]
+        return configs
+
+
+class AddPartitionsForm(forms.Form):
+    total = forms.IntegerField(min_value=1, max_value=10_000, label="New total partitions")
+
+
+class ConfigForm(forms.Form):
+    set_configs = forms.CharField(
+        required=False,
+        label="Set",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "retention.ms=604800000"}),
+        help_text="one key=value per line",
+    )
+    reset = forms.CharField(required=False, label="Reset to default", help_text="config names, comma-separated")
+
+    def clean_set_configs(self) -> dict[str, str]:
+        return parse_pairs(self.cleaned_data.get("set_configs") or "", "config")
+
+    def clean_reset(self) -> list[str]:
+        return [n.strip() for n in (self.cleaned_data.get("reset") or "").split(",") if n.strip()]
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean()
+        if data is not None and not self.errors and not data.get("set_configs") and not data.get("reset"):
+            raise forms.ValidationError("Nothing to change: give a key=value to set or a name to reset.")
+        return data
+
+
+class DeleteRecordsForm(forms.Form):
+    partition = forms.IntegerField(min_value=0, required=False, help_text="blank: every partition")
+    before_offset = forms.IntegerField(min_value=0, label="Delete records before offset")
+
+
+class DeleteTopicForm(forms.Form):
+    confirm = forms.CharField(
+        label="Type the topic name to confirm", widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
+
+    def __init__(self, *args: Any, topic: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.topic = topic
+
+    def clean_confirm(self) -> str:
+        value = str(self.cleaned_data["confirm"])
+        if value != self.topic:
+            raise forms.ValidationError("That is not the topic's name; nothing was deleted.")
+        return value
+
+
+class ProduceForm(forms.Form):
+    key = forms.CharField(required=False, strip=False, widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    key_format = forms.ChoiceField(choices=[("none", "no key (null)"), *INPUT_FORMATS], initial="text")
+    value = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
+    value_format = forms.ChoiceField(choices=[*INPUT_FORMATS, ("null", "null (tombstone)")], initial="text")
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "trace-id=abc"}),
+        help_text="one name=value per line (values as text)",
+    )
+    partition = forms.IntegerField(required=False, min_value=0, help_text="blank: Kafka's default partitioner")
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean()
+        if data is None or self.errors:
+            return data
+        try:
+            data["key_bytes"] = (
+                None if data["key_format"] == "none" else encode_input(data.get("key") or "", data["key_format"])
+            )
+        except InputError as exc:
+            self.add_error("key", str(exc))
+        try:
+            data["value_bytes"] = (
+                None if data["value_format"] == "null" else encode_input(data.get("value") or "", data["value_format"])
+            )
+        except InputError as exc:
+            self.add_error("value", str(exc))
+        try:
+            data["header_list"] = [(k, v.encode()) for k, v in parse_pairs(data.get("headers") or "", "header").items()]
+        except forms.ValidationError as exc:
+            self.add_error("headers", exc)
+        return data
+
+
+class SchemaForm(forms.Form):
+    part = forms.ChoiceField(choices=[("value", "value"), ("key", "key")])
+    schema = forms.CharField(
+        widget=forms.Textarea(
+            attrs={"rows": 8, "placeholder": '{"type": "record", "name": "PageView", "fields": [...]}'}
+        ),
+        max_length=1_000_000,
+    )
+
+
+class BrowseForm(forms.Form):
+    """Only drawn (GET parameters are parsed by console.params); keeps the fields' values on the page."""
+
+    offset = forms.IntegerField(required=False, min_value=0)
+    timestamp = forms.CharField(required=False, help_text="2026-11-01T12:00:00Z or epoch ms")
+    limit = forms.IntegerField(required=False, min_value=1, max_value=500, initial=50)
+    key_as = forms.ChoiceField(choices=[(d, d) for d in DECODINGS], required=False)
+    value_as = forms.ChoiceField(choices=[(d, d) for d in DECODINGS], required=False)
+
+
+def form_errors(form: forms.Form) -> dict[str, list[str]]:
+    """The form's errors as {field: [messages]} ("__all__" for the form as a whole), for the JSON API."""
+    return {field: [str(e) for e in errors] for field, errors in form.errors.items()}

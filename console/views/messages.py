@@ -1,0 +1,240 @@
+"""Message pages: browse a partition, one message, find by key, search, tail, produce, Avro schemas."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from django.contrib import messages as flash
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from broker import messages, topics
+from broker.decode import DECODINGS, SchemaError, parse_avro_schema
+from broker.errors import InvalidInput, KazamiError
+from broker.query import describe_syntax
+from console.clusters import get_connection
+from console.errors import page_view, status_of
+from console.forms import ProduceForm, SchemaForm
+from console.models import TopicSchema
+from console.params import choice_param, int_param, time_param
+from console.search import SearchSpec, run_search, search_spec_from
+from console.serialize import CSV_COLUMNS, csv_row, message_json
+from console.shown import DETAIL_LIMIT, decoding_for, show
+
+
+def _decoding(request: HttpRequest, cluster: str, topic: str) -> Any:
+    return decoding_for(
+        cluster,
+        topic,
+        choice_param(request, "key_as", DECODINGS, "auto"),
+        choice_param(request, "value_as", DECODINGS, "auto"),
+    )
+
+
+@require_GET
+@page_view
+def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
+    conn = get_connection(cluster)
+    limit = messages.check_limit(int_param(request, "limit", messages.DEFAULT_PAGE))
+    offset = int_param(request, "offset", None)
+    decoding = _decoding(request, cluster, topic)
+    page = messages.get_page(
+        conn,
+        topic,
+        partition,
+        offset=offset,
+        limit=limit,
+        timestamp_ms=time_param(request, "timestamp"),
+        from_end=request.GET.get("last") == "1",
+    )
+    shown = [show(cluster, m, decoding) for m in page.messages]
+    keep = {"limit": str(limit), "key_as": decoding.key_as, "value_as": decoding.value_as}
+    return render(
+        request,
+        "messages/browse.html",
+        {
+            "cluster": cluster,
+            "topic": topic,
+            "page": page,
+            "shown": shown,
+            "decoding": decoding,
+            "keep": keep,
+            "decodings": DECODINGS,
+            "requested_offset": offset,
+            "crumb": f"partition {partition}",
+        },
+    )
+
+
+@require_GET
+@page_view
+def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:
+    conn = get_connection(cluster)
+    message, info = messages.get_message(conn, topic, partition, offset)
+    download = request.GET.get("download")
+    if download in ("key", "value"):
+        raw = (message.key if download == "key" else message.value) or b""
+        response = HttpResponse(raw, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{topic}-{partition}-{offset}.{download}.bin"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+    decoding = _decoding(request, cluster, topic)
+    return render(
+        request,
+        "messages/detail.html",
+        {
+            "cluster": cluster,
+            "topic": topic,
+            "m": show(cluster, message, decoding, limit=DETAIL_LIMIT),
+            "info": info,
+            "decoding": decoding,
+            "decodings": DECODINGS,
+            "has_prev": offset > (info.start_offset or 0),
+            "has_next": offset + 1 < (info.end_offset or 0),
+        },
+    )
+
+
+@require_GET
+@page_view
+def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    raw_key = request.GET.get("key")
+    key_format = choice_param(request, "key_format", ("text", "hex", "base64"), "text")
+    context: dict[str, Any] = {"cluster": cluster, "topic": topic, "key": raw_key or "", "key_format": key_format}
+    if raw_key is not None and raw_key != "":
+        from broker.decode import InputError, encode_input
+
+        try:
+            key = encode_input(raw_key, key_format)
+        except InputError as exc:
+            raise InvalidInput(f"key: {exc}") from None
+        found = messages.find_by_key(conn, topic, key)
+        decoding = _decoding(request, cluster, topic)
+        context.update(found=found, shown=[show(cluster, m, decoding) for m in found.matches])
+    else:
+        topics.get_topic_partitions(conn, topic)  # 404 for an unknown topic
+    return render(request, "messages/find_key.html", context)
+
+
+@require_GET
+@page_view
+def search(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """The search page. With ?run=1 (no JavaScript, or a pasted link) it searches now, bounded; the
+    websocket version shows progress and can be stopped. ?format=json|csv downloads the results."""
+    conn = get_connection(cluster)
+    infos = topics.get_topic_partitions(conn, topic)
+    context: dict[str, Any] = {
+        "cluster": cluster,
+        "topic": topic,
+        "partitions": infos,
+        "syntax": describe_syntax(),
+        "values": request.GET,
+    }
+    if request.GET.get("run") == "1" or request.GET.get("format"):
+        spec = search_spec_from(request.GET)
+        output = request.GET.get("format")
+        if output in ("json", "csv"):
+            return _download(cluster, topic, spec, output)
+        result = run_search(conn, cluster, topic, spec)
+        context.update(result=result)
+    return render(request, "messages/search.html", context)
+
+
+def _download(cluster: str, topic: str, spec: SearchSpec, output: str) -> HttpResponse:
+    result = run_search(get_connection(cluster), cluster, topic, spec)
+    found = [s.message for s in result.shown]
+    if output == "json":
+        body = json.dumps(
+            {
+                "topic": topic,
+                "query": spec.query,
+                "scanned": result.progress.scanned,
+                "matched": result.progress.matched,
+                "stopped": result.progress.stopped,
+                "messages": [message_json(m) for m in found],
+            },
+            indent=2,
+        )
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(csv_row(m) for m in found)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{topic}-search.{output}"'
+    return response
+
+
+@require_GET
+@page_view
+def tail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    infos = topics.get_topic_partitions(conn, topic)
+    partition = int_param(request, "partition", None, minimum=0)
+    if partition is not None and partition >= len(infos):
+        raise InvalidInput(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(infos) - 1}).")
+    query = f"?partition={partition}" if partition is not None else ""
+    return render(
+        request,
+        "messages/tail.html",
+        {"cluster": cluster, "topic": topic, "partitions": infos, "partition": partition, "ws_query": query},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    infos = topics.get_topic_partitions(conn, topic)
+    form = ProduceForm(request.POST or None)
+    context: dict[str, Any] = {"cluster": cluster, "topic": topic, "partitions": infos, "form": form}
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                context["produced"] = messages.do_produce(
+                    conn, topic, data["key_bytes"], data["value_bytes"], data["header_list"], data.get("partition")
+                )
+                context["form"] = ProduceForm(initial={k: data.get(k) for k in ("key_format", "value_format")})
+            except KazamiError as exc:
+                status = status_of(exc)[0]
+                form.add_error(None, str(exc))
+        else:
+            status = 400
+    return render(request, "messages/produce.html", context, status=status)
+
+
+@require_POST
+@page_view
+def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    get_connection(cluster)
+    form = SchemaForm(request.POST)
+    if form.is_valid():
+        try:
+            parse_avro_schema(form.cleaned_data["schema"])
+        except SchemaError as exc:
+            flash.error(request, f"The Avro schema was not saved: {exc}")
+        else:
+            TopicSchema.objects.update_or_create(
+                cluster=cluster,
+                topic=topic,
+                part=form.cleaned_data["part"],
+                defaults={"schema": form.cleaned_data["schema"]},
+            )
+            flash.success(request, f"Avro schema for the {form.cleaned_data['part']}s of {topic} saved.")
+    else:
+        flash.error(
+            request,
+            "The Avro schema was not saved: " + "; ".join(str(e) for errors in form.errors.values() for e in errors),
+        )
+    back = request.POST.get("next") or ""
+    if back.startswith("/clusters/"):
+        return redirect(back)
+    return redirect("topic-detail", cluster=cluster, topic=topic)

@@ -1,0 +1,193 @@
+"""Topic pages: list, detail, and the forms that change topics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from broker import topics
+from broker.errors import AlreadyExists, KafkaRefused, KazamiError
+from broker.topics import TopicSummary
+from console.clusters import get_connection
+from console.errors import page_view, status_of
+from console.forms import AddPartitionsForm, ConfigForm, CreateTopicForm, DeleteRecordsForm, DeleteTopicForm
+from console.listing import make_listing
+
+COLUMNS: dict[str, Any] = {
+    "name": lambda t: t.name,
+    "partitions": lambda t: t.partitions,
+    "replication": lambda t: t.replication_factor,
+    "messages": lambda t: t.messages,
+    "size": lambda t: t.size,
+    "under_replicated": lambda t: t.under_replicated,
+    "offline": lambda t: t.offline,
+    "under_min_isr": lambda t: t.under_min_isr,
+}
+
+
+LABELS = {
+    "name": "Topic",
+    "partitions": "Partitions",
+    "replication": "Replicas",
+    "messages": "Messages",
+    "size": "Size",
+    "under_replicated": "Under-replicated",
+    "offline": "Offline",
+    "under_min_isr": "Under min ISR",
+}
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+@require_GET
+@page_view
+def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
+    internal = request.GET.get("internal") == "1"
+    rows: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
+    listing = make_listing(
+        request,
+        rows,
+        COLUMNS,
+        search=lambda t: t.name,
+        default_sort="name",
+        labels=LABELS,
+        extra={"internal": "1" if internal else ""},
+    )
+    context = {"cluster": cluster, "listing": listing, "internal": internal, "all_count": len(rows)}
+    template = "topics/_table.html" if is_htmx(request) else "topics/list.html"
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = CreateTopicForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                topics.do_create_topic(
+                    conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
+                )
+            except (AlreadyExists, KafkaRefused) as exc:
+                form.add_error(None, str(exc))
+                status = status_of(exc)[0]
+            else:
+                messages.success(request, f"Topic {data['name']} created.")
+                return redirect("topic-detail", cluster=cluster, topic=data["name"])
+        else:
+            status = 400
+    return render(request, "topics/new.html", {"cluster": cluster, "form": form}, status=status)
+
+
+def _detail(request: HttpRequest, cluster: str, topic: str, status: int = 200, **forms: Any) -> HttpResponse:
+    detail = topics.get_topic(get_connection(cluster), topic)
+    context = {
+        "cluster": cluster,
+        "topic": detail,
+        "non_default": sum(1 for c in detail.configs if not c.is_default),
+        "partitions_form": forms.get("partitions_form")
+        or AddPartitionsForm(initial={"total": len(detail.partitions) + 1}),
+        "config_form": forms.get("config_form") or ConfigForm(),
+        "records_form": forms.get("records_form") or DeleteRecordsForm(),
+        "delete_form": forms.get("delete_form") or DeleteTopicForm(topic=topic),
+        "open_form": forms.get("open_form"),
+    }
+    return render(request, "topics/detail.html", context, status=status)
+
+
+@require_GET
+@page_view
+def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    return _detail(request, cluster, topic)
+
+
+def _change(
+    request: HttpRequest, cluster: str, topic: str, form: Any, name: str, action: Any, done: str
+) -> HttpResponse:
+    """Validate ``form``; run ``action(form.cleaned_data)``; a refusal goes back onto the form."""
+    if not form.is_valid():
+        return _detail(request, cluster, topic, status=400, **{name: form, "open_form": name})
+    try:
+        action(form.cleaned_data)
+    except KazamiError as exc:
+        status = status_of(exc)[0]
+        if status in (404, 503):
+            raise
+        form.add_error(None, str(exc))
+        return _detail(request, cluster, topic, status=status, **{name: form, "open_form": name})
+    messages.success(request, done)
+    return redirect("topic-detail", cluster=cluster, topic=topic)
+
+
+@require_POST
+@page_view
+def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = AddPartitionsForm(request.POST)
+    return _change(
+        request,
+        cluster,
+        topic,
+        form,
+        "partitions_form",
+        lambda d: topics.do_add_partitions(conn, topic, d["total"]),
+        f"Topic {topic} now has {request.POST.get('total')} partitions.",
+    )
+
+
+@require_POST
+@page_view
+def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = ConfigForm(request.POST)
+    return _change(
+        request,
+        cluster,
+        topic,
+        form,
+        "config_form",
+        lambda d: topics.do_alter_topic_configs(conn, topic, d["set_configs"], d["reset"]),
+        "Configuration changed.",
+    )
+
+
+@require_POST
+@page_view
+def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = DeleteRecordsForm(request.POST)
+
+    def delete(data: dict[str, Any]) -> None:
+        topics.do_delete_records(conn, topic, records_plan(conn, topic, data["partition"], data["before_offset"]))
+
+    return _change(request, cluster, topic, form, "records_form", delete, "Records deleted.")
+
+
+def records_plan(conn: Any, topic: str, partition: int | None, before: int) -> dict[int, int]:
+    """{partition: offset} for deleting records: one partition, or every partition (each clamped to its end)."""
+    parts = topics.get_topic_partitions(conn, topic)
+    if partition is not None:
+        topics.get_partition(conn, topic, partition)  # 404 for an unknown partition
+        return {partition: before}
+    return {p.partition: min(before, p.end_offset or 0) for p in parts if p.available}
+
+
+@require_POST
+@page_view
+def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = DeleteTopicForm(request.POST, topic=topic)
+    if not form.is_valid():
+        return _detail(request, cluster, topic, status=400, delete_form=form, open_form="delete_form")
+    topics.do_delete_topic(conn, topic)
+    messages.success(request, f"Topic {topic} deleted.")
+    return redirect("topic-list", cluster=cluster)

@@ -1,0 +1,83 @@
+"""Helpers for tests that need topics and messages on the test cluster."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+
+from tests.conftest import BOOTSTRAP
+
+
+def admin() -> KafkaAdminClient:
+    return KafkaAdminClient(
+        bootstrap_servers=BOOTSTRAP.split(","), bootstrap_timeout_ms=10_000, request_timeout_ms=20_000
+    )
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(
+    name: str,
+    partitions: int = 3,
+    replication: int = 3,
+    configs: dict[str, str] | None = None,
+    assignments: dict[int, list[int]] | None = None,
+) -> str:
+    client = admin()
+    try:
+        if assignments:
+            topic = NewTopic(name, -1, -1, replica_assignments=assignments, topic_configs=configs or {})
+        else:
+            topic = NewTopic(name, partitions, replication, topic_configs=configs or {})
+        client.create_topics([topic])
+        client.wait_for_topics([name], timeout_ms=30_000)
+    finally:
+        client.close()
+    return name
+
+
+def produce(
+    topic: str,
+    records: Iterable[tuple[bytes | None, bytes | None]],
+    partition: int | None = None,
+    headers: list[tuple[str, bytes]] | None = None,
+    compression: str | None = None,
+) -> list[tuple[int, int]]:
+    """Send records (acks=all); returns [(partition, offset)] in order."""
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all", compression_type=compression)
+    try:
+        futures = [producer.send(topic, key=k, value=v, partition=partition, headers=headers or []) for k, v in records]
+        producer.flush(timeout=30)
+        return [(m.partition, m.offset) for m in (f.get(timeout=30) for f in futures)]
+    finally:
+        producer.close(timeout=10)
+
+
+def wait_healthy(timeout: float = 60) -> None:
+    """Wait until every broker is back and no partition is offline or under-replicated, so a test that
+    stopped a broker leaves the cluster as it found it."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = admin()
+            try:
+                brokers = len(client.describe_cluster()["brokers"])
+                partitions = [p for t in client.describe_topics() for p in t["partitions"]]
+            finally:
+                client.close()
+            if brokers == 3 and all(
+                p["leader_id"] >= 0 and len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in partitions
+            ):
+                return
+        except Exception:  # noqa: BLE001, S110 - the cluster is settling; try again
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("the test cluster did not become healthy again")
+        time.sleep(0.5)

@@ -1,0 +1,371 @@
+"""Reading, finding, searching and producing messages against the real cluster: pages, API, websockets."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import fastavro
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from kafka import KafkaConsumer, TopicPartition
+
+from broker.local import launcher
+from broker.messages import partition_for_key
+from console.asgi import application
+from tests.conftest import BOOTSTRAP
+from tests.integration.kafka_helpers import create_topic, produce, unique
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+WS_HEADERS = [(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")]
+
+
+@pytest.fixture
+def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
+    return Client()
+
+
+def page(client: Client, topic: str, partition: int = 0, **params: Any) -> Any:
+    response = client.get(f"/api/clusters/local/topics/{topic}/partitions/{partition}/messages", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
+def test_messages_of_every_compression_type_read_back_exactly(client: Client, compression: str | None) -> None:
+    name = create_topic(unique(f"mc-{compression or 'none'}"), partitions=1)
+    records = [(f"k{i}".encode(), json.dumps({"n": i, "pad": "x" * 50}).encode()) for i in range(20)]
+    produce(name, records, partition=0, headers=[("codec", (compression or "none").encode())], compression=compression)
+    body = page(client, name, limit=50)
+    assert [m["offset"] for m in body["messages"]] == list(range(20))
+    assert [(m["key"], m["value"]) for m in body["messages"]] == [(k.decode(), v.decode()) for k, v in records]
+    assert body["messages"][3]["headers"] == [
+        {"name": "codec", "value": compression or "none", "value_encoding": "utf-8"}
+    ]
+    assert {m["key_encoding"] for m in body["messages"]} == {"utf-8"}
+
+
+def test_tombstones_binary_keys_and_invalid_utf8_are_told_apart(client: Client) -> None:
+    name = create_topic(unique("mkinds"), partitions=1)
+    binary = bytes(range(256))
+    produce(
+        name, [(b"gone", None), (binary, b"\xff\xfe not utf-8"), (None, b""), (b"ok", "zoë ✓".encode())], partition=0
+    )
+    m = page(client, name)["messages"]
+    assert (m[0]["value"], m[0]["value_encoding"]) == (None, None)
+    assert m[1]["key_encoding"] == "base64"
+    assert base64.b64decode(m[1]["key"]) == binary
+    assert m[1]["value_encoding"] == "base64"
+    assert (m[2]["key"], m[2]["value"], m[2]["value_encoding"]) == (None, "", "utf-8")
+    assert m[3]["value"] == "zoë ✓"
+    html = client.get(f"/clusters/local/topics/{name}/partitions/0/").content.decode()
+    assert "null (tombstone)" in html
+    assert "binary · 256 B" in html
+    assert ">empty<" in html
+    detail = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/1/")
+    assert detail.status_code == 200
+    assert "00000000  00 01 02 03 04 05 06 07  08 09 0a 0b 0c 0d 0e 0f" in detail.content.decode()
+    raw = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/1/", {"download": "key"})
+    assert raw["Content-Type"] == "application/octet-stream"
+    assert raw.content == binary
+
+
+def test_hostile_payloads_are_rendered_as_inert_text(client: Client) -> None:
+    name = create_topic(unique("mhostile"), partitions=1)
+    script = b"<script>window.__pwned=1</script>"
+    produce(
+        name,
+        [(b'"><img src=x onerror=alert(1)>', script + "\u202egnp.exe".encode()), (b"ctl", b"a\x00b\x1bc")],
+        partition=0,
+        headers=[("x-<b>", b"<i>hi</i>")],
+    )
+    html = client.get(f"/clusters/local/topics/{name}/partitions/0/").content.decode()
+    assert "<script>window.__pwned" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+    assert "<i>hi</i>" not in html
+    assert "\u202e" not in html  # the right-to-left override is shown as an escape, not applied
+    assert "\\u202e" in html
+    assert "\x00" not in html
+
+
+def test_browsing_pages_clamps_and_refuses_bad_numbers(client: Client) -> None:
+    name = create_topic(unique("mpage"), partitions=1)
+    produce(name, [(None, f"m{i}".encode()) for i in range(120)], partition=0)
+    first = page(client, name, offset=0, limit=50)
+    assert (first["offset"], first["next_offset"], first["prev_offset"]) == (0, 50, None)
+    middle = page(client, name, offset=50, limit=50)
+    assert [m["value"] for m in middle["messages"]][:2] == ["m50", "m51"]
+    assert (middle["prev_offset"], middle["next_offset"]) == (0, 100)
+    last = page(client, name, last="1", limit=50)
+    assert (last["offset"], len(last["messages"]), last["next_offset"]) == (70, 50, None)
+    past = page(client, name, offset=10_000, limit=10)
+    assert past["offset"] == 110
+    assert past["notes"] == ["Offset 10000 is past the end (120); showing the last messages from 110."]
+    client.post(
+        f"/api/clusters/local/topics/{name}/delete-records/",
+        {"partition": 0, "before_offset": 20},
+        content_type="application/json",
+    )
+    before = page(client, name, offset=5, limit=5)
+    assert before["offset"] == 20
+    assert before["notes"] == ["Offset 5 is before the first offset 20; showing from 20."]
+    for params, reason in [
+        ({"offset": "ten"}, "offset must be a whole number"),
+        ({"limit": "501"}, "1 to 500"),
+        ({"limit": "0"}, "1 to 500"),
+        ({"timestamp": "yesterday"}, "timestamp must be epoch ms"),
+    ]:
+        response = client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages", params)
+        assert response.status_code == 400, params
+        assert (
+            reason in response.json()["message"]
+            or reason.replace("epoch ms", "epoch milliseconds") in response.json()["message"]
+        )
+    assert client.get(f"/clusters/local/topics/{name}/partitions/0/", {"offset": "-1"}).status_code == 200
+    negative = client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/99999")
+    assert negative.status_code == 404
+
+
+def test_browsing_from_a_timestamp_starts_at_the_first_message_at_or_after_it(client: Client) -> None:
+    name = create_topic(unique("mtime"), partitions=1)
+    consumer_free = [(None, b"early"), (None, b"late")]
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
+    producer.send(name, value=consumer_free[0][1], partition=0, timestamp_ms=1_700_000_000_000)
+    producer.send(name, value=consumer_free[1][1], partition=0, timestamp_ms=1_800_000_000_000)
+    producer.flush()
+    producer.close()
+    iso = datetime.fromtimestamp(1_750_000_000, tz=UTC).isoformat()
+    body = page(client, name, timestamp=iso)
+    assert [m["value"] for m in body["messages"]] == ["late"]
+    assert body["messages"][0]["timestamp"] == 1_800_000_000_000
+    assert page(client, name, timestamp="1700000000000")["messages"][0]["value"] == "early"
+
+
+def test_find_by_key_scans_only_the_keys_partition(client: Client) -> None:
+    name = create_topic(unique("mkey"), partitions=6)
+    written = produce(name, [(f"user-{i % 9}".encode(), f"v{i}".encode()) for i in range(90)])
+    target = b"user-4"
+    expected_partition = partition_for_key(target, 6)
+    assert {p for (p, _), i in zip(written, range(90), strict=True) if i % 9 == 4} == {expected_partition}
+    body = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": "user-4"}).json()
+    assert body["partition"] == expected_partition
+    assert [m["value"] for m in body["messages"]] == [f"v{i}" for i in range(4, 90, 9)]
+    assert body["scanned"] == sum(1 for p, _ in written if p == expected_partition)
+    html = client.get(f"/clusters/local/topics/{name}/find-key/", {"key": "user-4"}).content.decode()
+    assert f"Searched partition {expected_partition} only." in html
+    hexed = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": target.hex(), "key_format": "hex"})
+    assert hexed.json()["partition"] == expected_partition
+    bad = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": "zz", "key_format": "hex"})
+    assert bad.status_code == 400
+
+
+def test_search_filters_decoded_fields_and_downloads(client: Client) -> None:
+    name = create_topic(unique("msearch"), partitions=2)
+    produce(
+        name,
+        [
+            (f"u{i}".encode(), json.dumps({"status": "error" if i % 4 == 0 else "ok", "n": i}).encode())
+            for i in range(40)
+        ],
+    )
+    body = client.get(
+        f"/api/clusters/local/topics/{name}/search/", {"q": 'value.status == "error" and value.n >= 8'}
+    ).json()
+    assert sorted(json.loads(m["value"])["n"] for m in body["messages"]) == [8, 12, 16, 20, 24, 28, 32, 36]
+    assert body["scanned"] == 40
+    limited = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": "", "max_scan": 10}).json()
+    assert (limited["scanned"], limited["stopped"]) == (10, "limit")
+    bad = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": "value.status =="})
+    assert bad.status_code == 400
+    assert "column" in bad.json()["message"]
+    csv_text = client.get(
+        f"/clusters/local/topics/{name}/search/", {"q": 'value.status == "error"', "format": "csv"}
+    ).content.decode()
+    lines = csv_text.strip().splitlines()
+    assert lines[0] == "partition,offset,timestamp,key_encoding,key,value_encoding,value"
+    assert len(lines) == 1 + 10
+    downloaded = json.loads(
+        client.get(f"/clusters/local/topics/{name}/search/", {"q": 'key == "u4"', "format": "json"}).content
+    )
+    assert [json.loads(m["value"])["n"] for m in downloaded["messages"]] == [4]
+    synchronous = client.get(f"/clusters/local/topics/{name}/search/", {"q": 'key == "u5"', "run": "1"})
+    assert 'id="msg-' in synchronous.content.decode()
+
+
+def test_produce_from_the_form_and_the_api(client: Client) -> None:
+    name = create_topic(unique("mprod"), partitions=3)
+    response = client.post(
+        f"/clusters/local/topics/{name}/produce/",
+        {
+            "key": "abc",
+            "key_format": "text",
+            "value": '{"a": 1}',
+            "value_format": "json",
+            "headers": "trace=t-1",
+            "partition": 2,
+        },
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Written to partition <strong>2</strong> at offset <strong>0</strong>" in html
+    stored = page(client, name, 2)["messages"][0]
+    assert (stored["key"], stored["value"], stored["headers"][0]["value"]) == ("abc", '{"a":1}', "t-1")
+    api = client.post(
+        f"/api/clusters/local/topics/{name}/produce/",
+        {"key": "00ff", "key_format": "hex", "value_format": "null"},
+        content_type="application/json",
+    )
+    assert api.status_code == 201
+    written = api.json()
+    assert written["partition"] == partition_for_key(b"\x00\xff", 3)
+    tombstone = page(client, name, written["partition"], offset=written["offset"])["messages"][0]
+    assert (base64.b64decode(tombstone["key"]), tombstone["value"]) == (b"\x00\xff", None)
+    bad = client.post(
+        f"/clusters/local/topics/{name}/produce/",
+        {"key": "xyz", "key_format": "hex", "value": "{", "value_format": "json"},
+    )
+    assert bad.status_code == 400
+    assert bad.content.decode().count('class="error"') >= 2
+    nowhere = client.post(
+        f"/api/clusters/local/topics/{name}/produce/",
+        {"value": "v", "partition": 9, "value_format": "text", "key_format": "none"},
+        content_type="application/json",
+    )
+    assert nowhere.status_code == 404
+
+
+def test_avro_values_decode_with_an_uploaded_schema(client: Client) -> None:
+    name = create_topic(unique("mavro"), partitions=1)
+    schema = {
+        "type": "record",
+        "name": "View",
+        "fields": [{"name": "user", "type": "string"}, {"name": "ms", "type": "long"}],
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"user": "u42", "ms": 1234})
+    produce(name, [(b"k", out.getvalue())], partition=0)
+    bad = client.post(
+        f"/clusters/local/topics/{name}/schema/", {"part": "value", "schema": '{"type": "recrd"}'}, follow=True
+    )
+    assert "The Avro schema was not saved" in bad.content.decode()
+    saved = client.post(
+        f"/clusters/local/topics/{name}/schema/", {"part": "value", "schema": json.dumps(schema)}, follow=True
+    )
+    assert "Avro schema for the values" in saved.content.decode()
+    html = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/0/", {"value_as": "avro"}).content.decode()
+    assert "&quot;user&quot;: &quot;u42&quot;" in html
+    assert "&quot;ms&quot;: 1234" in html
+
+
+def test_the_search_websocket_reports_progress_and_matches(client: Client) -> None:
+    name = create_topic(unique("mws"), partitions=1)
+    produce(name, [(None, json.dumps({"i": i}).encode()) for i in range(300)], partition=0)
+
+    async def scenario() -> list[str]:
+        ws = WebsocketCommunicator(application, f"/ws/clusters/local/topics/{name}/search/", headers=WS_HEADERS)
+        assert (await ws.connect())[0]
+        await ws.send_to(text_data=json.dumps({"action": "start", "q": "value.i >= 295", "max_scan": "1000"}))
+        received = []
+        while True:
+            text = await ws.receive_from(timeout=20)
+            received.append(text)
+            if 'id="search-state"' in text and "searching" not in text:
+                break
+        await ws.disconnect()
+        return received
+
+    received = async_to_sync(scenario)()
+    joined = "".join(received)
+    assert received[0].startswith('<tbody id="search-results" hx-swap-oob="innerHTML">')
+    assert joined.count('class="message-row"') == 5
+    assert "<strong>300</strong> scanned" in received[-1]
+    assert ">done<" in received[-1]
+    assert "download JSON" in received[-1]
+
+
+def test_the_search_websocket_says_what_is_wrong_with_a_query(client: Client) -> None:
+    name = create_topic(unique("mwsbad"), partitions=1)
+
+    async def scenario() -> str:
+        ws = WebsocketCommunicator(application, f"/ws/clusters/local/topics/{name}/search/", headers=WS_HEADERS)
+        await ws.connect()
+        await ws.send_to(text_data=json.dumps({"action": "start", "q": "value.x ==="}))
+        text: str = await ws.receive_from(timeout=10)
+        await ws.disconnect()
+        return text
+
+    text = async_to_sync(scenario)()
+    assert 'id="search-error"' in text
+    assert "column" in text
+
+
+def test_the_tail_websocket_pushes_new_messages_and_pauses(client: Client) -> None:
+    name = create_topic(unique("mtail"), partitions=2)
+    produce(name, [(None, b"old")])
+
+    async def scenario() -> tuple[str, str]:
+        ws = WebsocketCommunicator(application, f"/ws/clusters/local/topics/{name}/tail/", headers=WS_HEADERS)
+        assert (await ws.connect())[0]
+        status = await ws.receive_from(timeout=15)
+        await asyncio.sleep(1.0)  # the tail's consumer has reached the end
+        await asyncio.get_running_loop().run_in_executor(None, produce, name, [(b"k", b"fresh-message")])
+        pushed = ""
+        while "fresh-message" not in pushed:
+            pushed = await ws.receive_from(timeout=15)
+        await ws.send_to(text_data=json.dumps({"action": "pause"}))
+        paused = await ws.receive_from(timeout=5)
+        await ws.disconnect()
+        return status + pushed, paused
+
+    first, paused = async_to_sync(scenario)()
+    assert "Waiting for new messages on all 2 partitions" in first
+    assert '<tbody id="tail-rows" hx-swap-oob="afterbegin">' in first
+    assert "old" not in first.split("fresh-message")[0].split("tail-rows")[-1]
+    assert "Paused" in paused
+
+
+def test_the_tail_keeps_a_bounded_buffer_and_counts_what_it_drops(
+    kafka_cluster: launcher.ClusterLayout, clusters_reset: None
+) -> None:
+    import time
+
+    from broker.messages import Tail
+    from console.clusters import get_connection
+
+    name = create_topic(unique("mflood"), partitions=1)
+    tail = Tail(get_connection("local"), name, [0], buffer=50)
+    tail.start()
+    time.sleep(1.5)
+    produce(name, [(None, b"x" * 10)] * 500, partition=0)
+    deadline = time.monotonic() + 15
+    while tail.received < 500 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    batch, dropped = tail.drain(1000)
+    tail.stop()
+    assert tail.received == 500
+    assert len(batch) == 50
+    assert dropped == 450
+    assert batch[-1].offset == 499
+
+
+def test_messages_read_by_an_independent_client_match(client: Client) -> None:
+    """Cross-check with kafka-python's own consumer: the console shows what Kafka holds."""
+    name = create_topic(unique("mcross"), partitions=1)
+    produce(name, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(7)], partition=0)
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), consumer_timeout_ms=3000)
+    tp = TopicPartition(name, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    truth = [(r.offset, r.key.decode(), r.value.decode()) for r in consumer]
+    consumer.close()
+    shown = [(m["offset"], m["key"], m["value"]) for m in page(client, name)["messages"]]
+    assert shown == truth
