@@ -71,13 +71,14 @@ class ClusterConnection:
         if admin is not None:
             threading.Thread(target=_close_quietly, args=(admin,), daemon=True).start()
 
-    def call(self, fn: Callable[[KafkaAdminClient], T], what: str = "request") -> T:
-        """Run ``fn(admin)`` within the cluster's time-out.
+    def call(self, fn: Callable[[KafkaAdminClient], T], what: str = "request", requests: int = 1) -> T:
+        """Run ``fn(admin)``, which makes at most ``requests`` requests in a row, within that many
+        time-outs of the cluster (each request is also bounded by the client's own time-out).
 
         Raises ClusterUnavailable when the cluster cannot be reached or does not answer
         in time; other Kafka errors pass through for the caller to map.
         """
-        deadline = self.config.timeout + 0.3
+        deadline = self.config.timeout * requests + 0.3
         future = self._pool.submit(lambda: fn(self._client()))
         try:
             return future.result(timeout=deadline)

@@ -154,7 +154,7 @@ def get_page(
     Offsets outside the partition are clamped and the page's ``notes`` say so.
     Raises TopicNotFound, PartitionNotFound, PartitionUnavailable, ClusterUnavailable.
     """
-    infos = get_topic_partitions(conn, topic)
+    infos = get_topic_partitions(conn, topic, only=partition)
     info = _pick(infos, topic, partition)
     start, end = _readable(info, topic)
     notes: list[str] = []
@@ -212,7 +212,7 @@ def _pick(infos: list[PartitionInfo], topic: str, partition: int) -> PartitionIn
 def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int) -> tuple[Message, PartitionInfo]:
     """The message at exactly ``offset``; raises NotFound when the offset is outside the partition or
     holds no message (compacted away, or a transaction marker), and the reading errors of get_page."""
-    info = _pick(get_topic_partitions(conn, topic), topic, partition)
+    info = _pick(get_topic_partitions(conn, topic, only=partition), topic, partition)
     start, end = _readable(info, topic)
     if not start <= offset < end:
         raise NotFound(

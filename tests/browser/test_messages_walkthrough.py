@@ -19,8 +19,12 @@ def test_topic_list_to_message_to_find_by_key_to_live_tail(console_url: str, pag
     name = create_topic(unique("walk"), partitions=3)
     produce(name, [(f"user-{i % 7}".encode(), json.dumps({"n": i, "page": f"/p/{i}"}).encode()) for i in range(150)])
     busy = partition_for_key(b"user-1", 3)  # holds at least the 21 messages of user-1
-    produce(name, [(b"<b>bold</b>", b"<script>window.__pwned = true</script><img src=x onerror='window.__pwned=1'>")],
-            partition=busy, headers=[("x-html", b"<svg onload=alert(1)>")])
+    produce(
+        name,
+        [(b"<b>bold</b>", b"<script>window.__pwned = true</script><img src=x onerror='window.__pwned=1'>")],
+        partition=busy,
+        headers=[("x-html", b"<svg onload=alert(1)>")],
+    )
 
     # The topic list, filtered down to our topic by typing.
     page.goto(f"{console_url}/clusters/local/topics/")

@@ -120,14 +120,9 @@ def test_listing_is_batched_whatever_the_number_of_topics(client: Client, monkey
         monkeypatch.setattr(KafkaAdminClient, method, counted)
     rows = topics.get_topics(get_connection("local"))
     assert len([r for r in rows if r.name.startswith(prefix)]) == 12
+    # min.insync.replicas is asked only of topics with a shrunken ISR: none on a healthy cluster.
     assert calls == Counter(
-        {
-            "describe_topics": 1,
-            "list_partition_offsets": 2,
-            "describe_log_dirs": 1,
-            "describe_configs": 1,
-            "describe_cluster": 1,
-        }
+        {"describe_topics": 1, "list_partition_offsets": 2, "describe_log_dirs": 1, "describe_cluster": 1}
     )
 
 
@@ -287,9 +282,13 @@ def test_a_partition_without_leader_is_unavailable_while_the_rest_renders(
     client: Client, kafka_cluster: launcher.ClusterLayout
 ) -> None:
     name = create_topic(unique("toff"), assignments={0: [0], 1: [1], 2: [2]})
+    strict = create_topic(unique("tminisr"), partitions=2, replication=3, configs={"min.insync.replicas": "3"})
     produce(name, [(None, b"v")] * 3, partition=0)
     launcher.stop_broker(2, kafka_cluster.data, echo=lambda _: None)
     try:
+        shrunk = client.get("/api/clusters/local/topics/", {"q": strict}).json()["topics"][0]
+        assert (shrunk["under_min_isr_partitions"], shrunk["min_insync_replicas"]) == (2, 3)
+        assert shrunk["under_replicated_partitions"] == 2
         body = api_topic(client, name)
         assert body["offline_partitions"] == 1
         offline = body["partitions"][2]
