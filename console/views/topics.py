@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from broker import topics
@@ -71,6 +72,19 @@ def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
     form = CreateTopicForm(request.POST or None)
     status = 200
     if request.method == "POST":
+        if form.is_valid() and not confirmed(request):
+            data = form.cleaned_data
+            lines = [
+                f"Name: {data['name']}",
+                f"Partitions: {data['partitions']}",
+                f"Replication factor: {data['replication_factor']}",
+            ]
+            lines += [f"{k} = {v}" for k, v in form.topic_configs().items()] or [
+                "Every other setting: the broker's default"
+            ]
+            return confirm_page(
+                request, cluster, f"Create topic {data['name']}?", lines, reverse("topic-list", args=[cluster])
+            )
         if form.is_valid():
             data = form.cleaned_data
             try:
@@ -110,12 +124,39 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     return _detail(request, cluster, topic)
 
 
-def _change(
-    request: HttpRequest, cluster: str, topic: str, form: Any, name: str, action: Any, done: str
+def confirmed(request: HttpRequest) -> bool:
+    return request.POST.get("confirmed") == "1"
+
+
+def confirm_page(
+    request: HttpRequest, cluster: str, title: str, lines: list[str], cancel: str, danger: bool = False
 ) -> HttpResponse:
-    """Validate ``form``; run ``action(form.cleaned_data)``; a refusal goes back onto the form."""
+    """The page that says what a change will do and asks to go ahead: the same POST again, confirmed."""
+    fields = [(k, v) for k, v in request.POST.items() if k not in ("csrfmiddlewaretoken", "confirmed")]
+    return render(
+        request,
+        "topics/confirm.html",
+        {"cluster": cluster, "title": title, "lines": lines, "fields": fields, "cancel": cancel, "danger": danger},
+    )
+
+
+def _change(
+    request: HttpRequest,
+    cluster: str,
+    topic: str,
+    form: Any,
+    name: str,
+    action: Any,
+    done: str,
+    summary: Any,
+) -> HttpResponse:
+    """Validate ``form``; show ``summary(form.cleaned_data)`` for confirmation; then run
+    ``action(form.cleaned_data)``; a refusal goes back onto the form."""
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, **{name: form, "open_form": name})
+    if not confirmed(request):
+        title, lines, danger = summary(form.cleaned_data)
+        return confirm_page(request, cluster, title, lines, reverse("topic-detail", args=[cluster, topic]), danger)
     try:
         action(form.cleaned_data)
     except KazamiError as exc:
@@ -133,6 +174,19 @@ def _change(
 def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = AddPartitionsForm(request.POST)
+
+    def summary(d: dict[str, Any]) -> tuple[str, list[str], bool]:
+        now = len(topics.get_topic_partitions(conn, topic))
+        return (
+            f"Add partitions to {topic}?",
+            [
+                f"{now} → {d['total']} partitions.",
+                "Messages with a key go to other partitions from now on: the default partitioner takes the key's "
+                "hash modulo the number of partitions. Partitions cannot be removed later.",
+            ],
+            False,
+        )
+
     return _change(
         request,
         cluster,
@@ -141,6 +195,7 @@ def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Http
         "partitions_form",
         lambda d: topics.do_add_partitions(conn, topic, d["total"]),
         f"Topic {topic} now has {request.POST.get('total')} partitions.",
+        summary,
     )
 
 
@@ -157,6 +212,12 @@ def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
         "config_form",
         lambda d: topics.do_alter_topic_configs(conn, topic, d["set_configs"], d["reset"]),
         "Configuration changed.",
+        lambda d: (
+            f"Change the configuration of {topic}?",
+            [f"Set {k} = {v}" for k, v in d["set_configs"].items()]
+            + [f"Reset {k} to the broker's default" for k in d["reset"]],
+            False,
+        ),
     )
 
 
@@ -169,7 +230,20 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Http
     def delete(data: dict[str, Any]) -> None:
         topics.do_delete_records(conn, topic, records_plan(conn, topic, data["partition"], data["before_offset"]))
 
-    return _change(request, cluster, topic, form, "records_form", delete, "Records deleted.")
+    def summary(data: dict[str, Any]) -> tuple[str, list[str], bool]:
+        plan = records_plan(conn, topic, data["partition"], data["before_offset"])
+        starts = {p.partition: p.start_offset or 0 for p in topics.get_topic_partitions(conn, topic)}
+        lines = []
+        for p, before in sorted(plan.items()):
+            count = max(0, before - starts[p])
+            lines.append(
+                f"Partition {p}: delete offsets {starts[p]} to {before - 1} ({count:,} messages)"
+                if count
+                else f"Partition {p}: nothing below offset {before}"
+            )
+        return f"Delete records of {topic}?", [*lines, "Deleted records cannot be brought back."], True
+
+    return _change(request, cluster, topic, form, "records_form", delete, "Records deleted.", summary)
 
 
 def records_plan(conn: Any, topic: str, partition: int | None, before: int) -> dict[int, int]:

@@ -169,6 +169,7 @@ def test_create_topic_through_the_form_and_its_errors(client: Client) -> None:
     ok = client.post(
         "/clusters/local/topics-new/",
         {
+            "confirmed": "1",
             "name": name,
             "partitions": 4,
             "replication_factor": 2,
@@ -185,22 +186,31 @@ def test_create_topic_through_the_form_and_its_errors(client: Client) -> None:
     set_configs = {c["name"]: c["value"] for c in body["configs"] if not c["is_default"]}
     assert set_configs == {"retention.ms": "60000", "cleanup.policy": "compact", "max.message.bytes": "2097152"}
 
-    exists = client.post("/clusters/local/topics-new/", {"name": name, "partitions": 1, "replication_factor": 1})
+    exists = client.post(
+        "/clusters/local/topics-new/", {"confirmed": "1", "name": name, "partitions": 1, "replication_factor": 1}
+    )
     assert exists.status_code == 409
     assert f"Topic &#x27;{name}&#x27; already exists." in exists.content.decode()
     too_many = client.post(
-        "/clusters/local/topics-new/", {"name": unique("tc"), "partitions": 1, "replication_factor": 5}
+        "/clusters/local/topics-new/",
+        {"confirmed": "1", "name": unique("tc"), "partitions": 1, "replication_factor": 5},
     )
     assert too_many.status_code == 422
     assert "Replication factor: 5 larger than available brokers: 3." in too_many.content.decode()
     bad_name = client.post(
-        "/clusters/local/topics-new/", {"name": "bad name!", "partitions": 1, "replication_factor": 1}
+        "/clusters/local/topics-new/", {"confirmed": "1", "name": "bad name!", "partitions": 1, "replication_factor": 1}
     )
     assert bad_name.status_code == 400
     assert "A topic name is 1 to 249 characters" in bad_name.content.decode()
     bad_config = client.post(
         "/clusters/local/topics-new/",
-        {"name": unique("tc"), "partitions": 1, "replication_factor": 1, "configs": "retention.ms=soon"},
+        {
+            "confirmed": "1",
+            "name": unique("tc"),
+            "partitions": 1,
+            "replication_factor": 1,
+            "configs": "retention.ms=soon",
+        },
     )
     assert bad_config.status_code == 422
     assert "Invalid value soon for configuration retention.ms" in bad_config.content.decode()
@@ -236,7 +246,9 @@ def test_delete_asks_for_the_name_and_loses_nothing_when_wrong(client: Client) -
 
 def test_add_partitions_and_refusal_to_shrink(client: Client) -> None:
     name = create_topic(unique("tpart"), partitions=2)
-    assert client.post(f"/clusters/local/topics/{name}/add-partitions/", {"total": 5}).status_code == 302
+    assert (
+        client.post(f"/clusters/local/topics/{name}/add-partitions/", {"confirmed": "1", "total": 5}).status_code == 302
+    )
     assert len(api_topic(client, name)["partitions"]) == 5
     shrink = client.post(
         f"/api/clusters/local/topics/{name}/partitions/", {"total": 3}, content_type="application/json"
@@ -249,15 +261,17 @@ def test_change_and_reset_configuration(client: Client) -> None:
     name = create_topic(unique("tcfg"), partitions=1, configs={"retention.ms": "5000000"})
     response = client.post(
         f"/clusters/local/topics/{name}/configs/",
-        {"set_configs": "cleanup.policy=compact\nmin.insync.replicas=2", "reset": "retention.ms"},
+        {"confirmed": "1", "set_configs": "cleanup.policy=compact\nmin.insync.replicas=2", "reset": "retention.ms"},
     )
     assert response.status_code == 302
     set_configs = {c["name"]: c["value"] for c in api_topic(client, name)["configs"] if not c["is_default"]}
     assert set_configs == {"cleanup.policy": "compact", "min.insync.replicas": "2"}
-    unknown = client.post(f"/clusters/local/topics/{name}/configs/", {"set_configs": "no.such.config=1"})
+    unknown = client.post(
+        f"/clusters/local/topics/{name}/configs/", {"confirmed": "1", "set_configs": "no.such.config=1"}
+    )
     assert unknown.status_code == 422
     assert "Unknown topic config name: no.such.config" in unknown.content.decode()
-    malformed = client.post(f"/clusters/local/topics/{name}/configs/", {"set_configs": "just-a-word"})
+    malformed = client.post(f"/clusters/local/topics/{name}/configs/", {"confirmed": "1", "set_configs": "just-a-word"})
     assert malformed.status_code == 400
     assert "expected config=value" in malformed.content.decode()
 
@@ -273,7 +287,9 @@ def test_delete_records_before_an_offset(client: Client) -> None:
     assert response.json()["start_offsets"] == {"0": 6, "1": 4}  # partition 1 clamped to its end
     starts = [p["start_offset"] for p in api_topic(client, name)["partitions"]]
     assert starts == [6, 4]
-    past = client.post(f"/clusters/local/topics/{name}/delete-records/", {"partition": 0, "before_offset": 99})
+    past = client.post(
+        f"/clusters/local/topics/{name}/delete-records/", {"confirmed": "1", "partition": 0, "before_offset": 99}
+    )
     assert past.status_code == 422
     assert "OFFSET_OUT_OF_RANGE" in past.content.decode()
 
@@ -306,3 +322,23 @@ def test_a_partition_without_leader_is_unavailable_while_the_rest_renders(
     finally:
         launcher.start_broker(2, kafka_cluster.data, echo=lambda _: None)
         wait_healthy()
+
+
+def test_changes_ask_for_confirmation_with_what_they_will_do(client: Client) -> None:
+    name = create_topic(unique("tconfirm"), partitions=2)
+    produce(name, [(None, b"v")] * 8, partition=0)
+    asked = client.post(f"/clusters/local/topics/{name}/delete-records/", {"before_offset": 5})
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Partition 0: delete offsets 0 to 4 (5 messages)" in html
+    assert "Partition 1: nothing below offset 0" in html
+    assert 'name="confirmed" value="1"' in html
+    assert [p["start_offset"] for p in api_topic(client, name)["partitions"]] == [0, 0]  # nothing happened yet
+    grow = client.post(f"/clusters/local/topics/{name}/add-partitions/", {"total": 4}).content.decode()
+    assert "2 → 4 partitions." in grow
+    assert len(api_topic(client, name)["partitions"]) == 2
+    new = client.post(
+        "/clusters/local/topics-new/",
+        {"name": unique("tconfirm-new"), "partitions": 1, "replication_factor": 1, "retention_ms": 1000},
+    )
+    assert "retention.ms = 1000" in new.content.decode()

@@ -1,0 +1,34 @@
+"""Template helpers for what is drawn many times per page (a cell per key and value of 500 messages)."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from broker.decode import Decoded
+
+register = template.Library()
+
+
+@register.simple_tag
+def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> SafeString:
+    """A key or value in a list: its kind when not plain text, a decoding error, then one wrapped line.
+
+    Everything from the message is escaped by format_html.
+    """
+    if decoded.kind == "null":
+        return format_html('<span class="pill pill-muted">{}</span>', "null (tombstone)" if is_value else "null")
+    if decoded.kind == "empty":
+        return format_html('<span class="pill pill-muted">empty</span>')
+    badge = (
+        format_html('<span class="pill pill-muted">binary · {} B</span> ', decoded.size)
+        if decoded.kind == "binary"
+        else ""
+    )
+    error = (
+        format_html('<span class="decode-error" title="{}">{}</span> ', decoded.error, decoded.error)
+        if decoded.error
+        else ""
+    )
+    return format_html('{}{}<code class="preview">{}</code>', badge, error, text)
