@@ -7,6 +7,7 @@ DescribeLogDirs per broker, one DescribeConfigs for every topic. Never one per t
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 from broker.connection import ClusterConnection
 from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, PartitionNotFound, TopicNotFound
 
+log = logging.getLogger(__name__)
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 # Topic configs the create form offers; any other valid topic config may be given as key=value too.
 COMMON_CONFIGS = (
@@ -452,8 +454,15 @@ def do_create_topic(
             if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
                 raise
             raise _refused(exc) from None
+        # Kafka acknowledges the creation before every broker's metadata shows the topic; wait
+        # (bounded) so the topic's page and API answer at once. Still settling after that is not
+        # a failure: the topic was created.
+        try:
+            admin.wait_for_topics([name], timeout_ms=int(conn.config.timeout * 2000))
+        except kafka.errors.KafkaTimeoutError:
+            log.info("topic %s created but not yet visible everywhere", name)
 
-    conn.call(create, "topic creation")
+    conn.call(create, "topic creation", requests=3)
 
 
 def do_delete_topic(conn: ClusterConnection, name: str) -> None:
