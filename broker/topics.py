@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +173,24 @@ def check_topic_name(name: str) -> str:
 
 
 # ---------------------------------------------------------------- reads
+
+
+def _describe_topic(admin: KafkaAdminClient, conn: ClusterConnection, name: str) -> dict[str, Any]:
+    """The metadata of one topic; raises TopicNotFound.
+
+    Each broker answers metadata from its own cache, which lags the controller for a moment
+    after a topic is created or a broker restarts: an unknown topic is asked for twice more,
+    a quarter of a second apart, before it is called unknown.
+    """
+    for attempt in range(3):
+        described = admin.describe_topics([name])
+        unknown = not described or described[0].get("error_code") == kafka.errors.UnknownTopicOrPartitionError.errno
+        if not unknown:
+            found: dict[str, Any] = described[0]
+            return found
+        if attempt < 2:
+            time.sleep(0.25)
+    raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.")
 
 
 def _partitions_of(topic: dict[str, Any]) -> list[dict[str, Any]]:
@@ -348,10 +367,7 @@ def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
     """
 
     def fetch(admin: KafkaAdminClient) -> TopicDetail:
-        described = admin.describe_topics([name])
-        if not described or described[0].get("error_code") == kafka.errors.UnknownTopicOrPartitionError.errno:
-            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.")
-        topic = described[0]
+        topic = _describe_topic(admin, conn, name)
         starts, ends, sizes, _ = _collect(admin, [topic])
         partitions = _build_partitions(topic, starts, ends, sizes)
         configs = _topic_configs(admin, name)
@@ -363,7 +379,7 @@ def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
             configs=configs,
         )
 
-    return conn.call(fetch, "topic description", requests=7)
+    return conn.call(fetch, "topic description", requests=8)
 
 
 def _topic_configs(admin: KafkaAdminClient, name: str) -> list[ConfigEntry]:
@@ -400,9 +416,7 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
     leaders and replicas but no offsets). Raises TopicNotFound, ClusterUnavailable."""
 
     def fetch(admin: KafkaAdminClient) -> list[PartitionInfo]:
-        described = admin.describe_topics([topic])
-        if not described or described[0].get("error_code") == kafka.errors.UnknownTopicOrPartitionError.errno:
-            raise TopicNotFound(f"No topic named {topic!r} in cluster {conn.config.name!r}.")
+        described = [_describe_topic(admin, conn, topic)]
         readable = [
             TopicPartition(topic, p["partition_index"])
             for p in _partitions_of(described[0])
@@ -412,7 +426,7 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
         ends = _offsets(admin, readable, OffsetSpec.LATEST)
         return _build_partitions(described[0], starts, ends, {})
 
-    return conn.call(fetch, "partition offsets", requests=3)
+    return conn.call(fetch, "partition offsets", requests=4)
 
 
 # ---------------------------------------------------------------- changes
@@ -493,8 +507,15 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
             if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
                 raise
             raise _refused(exc) from None
+        # As with creation, wait (bounded) until the metadata shows the new partitions.
+        deadline = time.monotonic() + conn.config.timeout * 2
+        while time.monotonic() < deadline:
+            described = admin.describe_topics([name])
+            if described and len(described[0].get("partitions") or []) >= total:
+                break
+            time.sleep(0.1)
 
-    conn.call(grow, "partition creation")
+    conn.call(grow, "partition creation", requests=3)
 
 
 def do_alter_topic_configs(

@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -306,6 +307,21 @@ def zookeeper_serving(port: int, timeout: float = 1.0) -> bool:
     return b"Mode:" in reply
 
 
+def broker_answers(port: int, timeout: float = 1.0) -> bool:
+    """True when the broker on ``port`` answers a Kafka request (ApiVersions v0), not merely accepts
+    connections: a broker registers in ZooKeeper before it starts serving requests."""
+    client_id = b"kazami-probe"
+    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(struct.pack(">i", len(body)) + body)
+            header = s.recv(8)
+    except OSError:
+        return False
+    return len(header) == 8 and struct.unpack(">ii", header)[1] == 1
+
+
 def _spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap: str) -> int:
     java = check_java()
     log_dir = layout.root / "logs" / name
@@ -523,7 +539,8 @@ def _all_registered(layout: ClusterLayout, starting: list[int], started_at: floa
             raise LauncherError(f"Broker {b} exited during start; see {layout.root / 'logs' / f'broker-{b}'}.")
     found, controller = registrations(layout)
     fresh = all(b in found and found[b] >= started_at for b in starting)
-    return fresh and set(found) >= set(layout.broker_ids) and controller is not None
+    registered = fresh and set(found) >= set(layout.broker_ids) and controller is not None
+    return registered and all(broker_answers(layout.broker_port(b)) for b in layout.broker_ids)
 
 
 def _require_layout(data: str | Path | None) -> ClusterLayout:

@@ -83,3 +83,23 @@ def test_a_recycled_pid_of_another_program_is_not_ours() -> None:
 
     assert not launcher.pid_alive(os.getpid())  # this pytest is alive but not a JVM from our jars
     assert not launcher.pid_alive(None)
+
+
+def test_a_listener_that_does_not_speak_kafka_is_not_a_ready_broker() -> None:
+    import socket
+    import threading
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def accept_and_stay_silent() -> None:
+            conn, _ = server.accept()
+            conn.recv(100)
+            threading.Event().wait(1.5)
+            conn.close()
+
+        threading.Thread(target=accept_and_stay_silent, daemon=True).start()
+        assert launcher.broker_answers(port, timeout=0.5) is False
+    assert launcher.broker_answers(port, timeout=0.5) is False
