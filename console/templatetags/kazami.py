@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from broker.decode import Decoded
 
@@ -20,7 +20,7 @@ def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> SafeStr
     if decoded.kind == "null":
         return format_html('<span class="pill pill-muted">{}</span>', "null (tombstone)" if is_value else "null")
     if decoded.kind == "empty":
-        return format_html('<span class="pill pill-muted">empty</span>')
+        return mark_safe('<span class="pill pill-muted">empty</span>')
     badge = (
         format_html('<span class="pill pill-muted">binary · {} B</span> ', decoded.size)
         if decoded.kind == "binary"
