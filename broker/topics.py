@@ -11,6 +11,8 @@ import logging
 import re
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -453,6 +455,21 @@ def _refused(exc: kafka.errors.KafkaError) -> KafkaRefused:
     return KafkaRefused(f"Kafka refused: {name}: {detail}" if detail and detail != name else f"Kafka refused: {name}")
 
 
+@contextmanager
+def _translated(conn: ClusterConnection, name: str) -> Iterator[None]:
+    """Kafka's answers to a change, as this module's errors: an unknown topic is TopicNotFound, a refusal
+    is KafkaRefused with the broker's own words; time-outs and lost connections pass through (the
+    connection turns them into ClusterUnavailable)."""
+    try:
+        yield
+    except kafka.errors.UnknownTopicOrPartitionError:
+        raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
+    except kafka.errors.KafkaError as exc:
+        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+            raise
+        raise _refused(exc) from None
+
+
 def do_create_topic(
     conn: ClusterConnection, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None
 ) -> None:
@@ -460,14 +477,11 @@ def do_create_topic(
     ClusterUnavailable. Arguments are assumed checked (``check_topic_name``, positive counts)."""
 
     def create(admin: KafkaAdminClient) -> None:
-        try:
-            admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
-        except kafka.errors.TopicAlreadyExistsError:
-            raise AlreadyExists(f"Topic {name!r} already exists.") from None
-        except kafka.errors.KafkaError as exc:
-            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-                raise
-            raise _refused(exc) from None
+        with _translated(conn, name):
+            try:
+                admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
+            except kafka.errors.TopicAlreadyExistsError:
+                raise AlreadyExists(f"Topic {name!r} already exists.") from None
         # Kafka acknowledges the creation before every broker's metadata shows the topic; wait
         # (bounded) so the topic's page and API answer at once. Still settling after that is not
         # a failure: the topic was created.
@@ -483,14 +497,8 @@ def do_delete_topic(conn: ClusterConnection, name: str) -> None:
     """Delete a topic. Raises TopicNotFound, KafkaRefused, ClusterUnavailable."""
 
     def delete(admin: KafkaAdminClient) -> None:
-        try:
+        with _translated(conn, name):
             admin.delete_topics([name])
-        except kafka.errors.UnknownTopicOrPartitionError:
-            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
-        except kafka.errors.KafkaError as exc:
-            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-                raise
-            raise _refused(exc) from None
 
     conn.call(delete, "topic deletion")
 
@@ -499,14 +507,8 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
     """Grow a topic to ``total`` partitions. Raises TopicNotFound, KafkaRefused (e.g. fewer than now)."""
 
     def grow(admin: KafkaAdminClient) -> None:
-        try:
+        with _translated(conn, name):
             admin.create_partitions({name: total})
-        except kafka.errors.UnknownTopicOrPartitionError:
-            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
-        except kafka.errors.KafkaError as exc:
-            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-                raise
-            raise _refused(exc) from None
         # As with creation, wait (bounded) until the metadata shows the new partitions.
         deadline = time.monotonic() + conn.config.timeout * 2
         while time.monotonic() < deadline:
@@ -530,15 +532,10 @@ def do_alter_topic_configs(
 
     def alter(admin: KafkaAdminClient) -> None:
         try:
-            answer = admin.alter_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, name, changes)], raise_on_unknown=False, incremental=True
-            )
-        except kafka.errors.UnknownTopicOrPartitionError:
-            raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
-        except kafka.errors.KafkaError as exc:
-            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-                raise
-            raise _refused(exc) from None
+            with _translated(conn, name):
+                answer = admin.alter_configs(
+                    [ConfigResource(ConfigResourceType.TOPIC, name, changes)], raise_on_unknown=False, incremental=True
+                )
         except ValueError as exc:
             raise KafkaRefused(f"Kafka refused the configuration: {exc}") from None
         # Errors per resource come back as text rather than raised.
@@ -558,14 +555,8 @@ def do_delete_records(conn: ClusterConnection, name: str, before: dict[int, int]
     """
 
     def delete(admin: KafkaAdminClient) -> dict[int, int]:
-        try:
+        with _translated(conn, name):
             answer = admin.delete_records({TopicPartition(name, p): o for p, o in before.items()})
-        except kafka.errors.UnknownTopicOrPartitionError:
-            raise TopicNotFound(f"No topic or partition {name!r} {sorted(before)}.") from None
-        except kafka.errors.KafkaError as exc:
-            if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-                raise
-            raise _refused(exc) from None
         return {
             tp.partition: int(
                 meta.get("low_watermark", before[tp.partition])
