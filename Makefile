@@ -8,6 +8,8 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8888
 APT_PACKAGES := chromium chromium-driver docker-compose kcat
+DEMO ?= 1
+DEMO_SECOND_AFTER ?= 300
 
 .PHONY: help install system-deps run test lint format bench down status clean
 
@@ -53,7 +55,11 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@echo
 	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
 	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local down  (or make down)"
+	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."
 	@echo
+	@mkdir -p var; \
+	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
+	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) console.asgi:application
 
 test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)

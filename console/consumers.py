@@ -27,28 +27,35 @@ CLOSE_UNKNOWN = 4404
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
-    """``/ws/clusters/<cluster>/<view>/``: the view's fragment now, then at every poll."""
+    """``/ws/clusters/<cluster>/<view>/[?params]``: the view's fragment now, then at every poll.
 
-    cluster: str
-    view: str
+    Browsers watching the same view with the same parameters share one poller.
+    """
+
     subscribed = False
 
     async def connect(self) -> None:
         kwargs = self.scope["url_route"]["kwargs"]
-        self.cluster, self.view = kwargs["cluster"], kwargs["view"]
-        if self.cluster not in get_configs() or self.view not in LIVE_FRAGMENTS:
+        cluster, view = kwargs["cluster"], kwargs["view"]
+        if cluster not in get_configs() or view not in LIVE_FRAGMENTS:
             await self.close(code=CLOSE_UNKNOWN)
             return
-        await self.channel_layer.group_add(live.group_name(self.cluster, self.view), self.channel_name)
+        query = parse_qs(self.scope.get("query_string", b"").decode(), keep_blank_values=False)
+        params = {k: v[0] for k, v in query.items() if v}
+        self.key = live.key_of(cluster, view, params)
+        await self.channel_layer.group_add(live.group_name(self.key), self.channel_name)
         await self.accept()
-        live.subscribe(self.cluster, self.view)
+        live.subscribe(self.key)
         self.subscribed = True
-        await self.send(text_data=await live.render(self.cluster, self.view))
+        try:
+            await self.send(text_data=await live.render(self.key))
+        except KazamiError:
+            await self.close(code=CLOSE_UNKNOWN)
 
     async def disconnect(self, code: int) -> None:
         if self.subscribed:
-            live.unsubscribe(self.cluster, self.view)
-            await self.channel_layer.group_discard(live.group_name(self.cluster, self.view), self.channel_name)
+            live.unsubscribe(self.key)
+            await self.channel_layer.group_discard(live.group_name(self.key), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Browsers have nothing to say on a live view; whatever they send is ignored."""

@@ -21,6 +21,7 @@ from broker.errors import (
     PartitionUnavailable,
     UnknownCluster,
 )
+from broker.groups import GroupActive
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ STATUS: list[tuple[type[KazamiError], int, str]] = [
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
     (AlreadyExists, 409, "already_exists"),
+    (GroupActive, 409, "group_active"),
     (InvalidInput, 400, "invalid_input"),
     (KafkaRefused, 422, "kafka_refused"),
     (PartitionUnavailable, 503, "partition_unavailable"),

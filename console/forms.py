@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django import forms
 
 from broker.decode import DECODINGS, InputError, encode_input
 from broker.errors import InvalidInput
+from broker.resets import STRATEGIES, ResetError, parse_spec
 from broker.topics import check_topic_name
 
 CLEANUP_POLICIES = [
@@ -178,3 +180,52 @@ class BrowseForm(forms.Form):
 def form_errors(form: forms.Form) -> dict[str, list[str]]:
     """The form's errors as {field: [messages]} ("__all__" for the form as a whole), for the JSON API."""
     return {field: [str(e) for e in errors] for field, errors in form.errors.items()}
+
+
+class ResetForm(forms.Form):
+    """A reset of a group's offsets, as kafka-consumer-groups --reset-offsets offers it."""
+
+    topics = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="none ticked: every topic the group has consumed"
+    )
+    strategy = forms.ChoiceField(choices=[(s, s) for s in STRATEGIES], initial="latest")
+    value = forms.CharField(
+        required=False,
+        help_text="to-offset: an offset · shift-by: ±N · to-datetime: 2026-11-01T12:00:00Z · by-duration: PT1H or 90m",
+    )
+
+    def __init__(self, *args: Any, consumed: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        topics = self.fields["topics"]
+        assert isinstance(topics, forms.MultipleChoiceField)
+        topics.choices = [(t, t) for t in consumed]
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean()
+        if data is None or self.errors:
+            return data
+        try:
+            data["spec"] = parse_spec(data["strategy"], data.get("value") or None, int(time.time() * 1000))
+        except ResetError as exc:
+            self.add_error("value", str(exc))
+        return data
+
+
+class DeleteGroupForm(forms.Form):
+    confirm = forms.CharField(
+        label="Type the group id to confirm", widget=forms.TextInput(attrs={"autocomplete": "off"})
+    )
+
+    def __init__(self, *args: Any, group: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.group = group
+
+    def clean_confirm(self) -> str:
+        value = str(self.cleaned_data["confirm"])
+        if value != self.group:
+            raise forms.ValidationError("That is not the group's id; nothing was deleted.")
+        return value
+
+
+class DeleteOffsetsForm(forms.Form):
+    topic = forms.CharField(max_length=249)

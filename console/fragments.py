@@ -6,13 +6,17 @@ so a live page turns red when brokers go away and back when they return.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.template.loader import render_to_string
 
+from broker import groups
 from broker.cluster import get_overview
 from broker.errors import ClusterUnavailable
 from console.clusters import get_connection
+from console.lag import verdicts
+from console.listing import make_listing
 
 
 def overview_context(cluster: str) -> dict[str, Any]:
@@ -24,11 +28,113 @@ def overview_context(cluster: str) -> dict[str, Any]:
         return {"cluster": cluster, "overview": None, "error": str(exc)}
 
 
-def render_overview(cluster: str) -> str:
+def render_overview(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("overview/_overview.html", overview_context(cluster))
 
 
-# What a websocket may subscribe to: view name -> renderer of its fragment.
+GROUP_COLUMNS: dict[str, Any] = {
+    "group": lambda r: r["group"].group_id,
+    "state": lambda r: r["group"].state,
+    "protocol": lambda r: r["group"].protocol,
+    "members": lambda r: len(r["group"].members),
+    "topics": lambda r: len(r["group"].topics),
+    "lag": lambda r: r["group"].total_lag,
+    "lag_ms": lambda r: r["group"].max_lag_ms,
+    "status": lambda r: {"ERR": 2, "WARN": 1}.get(r["verdict"].status, 0),
+}
+GROUP_LABELS = {
+    "group": "Group",
+    "state": "State",
+    "protocol": "Assignor",
+    "members": "Members",
+    "topics": "Topics",
+    "lag": "Lag",
+    "lag_ms": "Lag in time",
+    "status": "Status",
+}
+
+
+def groups_context(cluster: str, params: Mapping[str, str]) -> dict[str, Any]:
+    """Context of ``groups/_table.html``: the listing of groups with their status; raises UnknownCluster,
+    InvalidInput (bad list parameters)."""
+    conn = get_connection(cluster)
+    hide_empty = params.get("hide_empty") == "1"
+    try:
+        found = groups.get_groups(conn)
+    except ClusterUnavailable as exc:
+        return {
+            "cluster": cluster,
+            "error": str(exc),
+            "listing": None,
+            "status": 503,
+            "hide_empty": hide_empty,
+            "query_string": "",
+        }
+    judged = verdicts(cluster, found)
+    rows: list[dict[str, Any]] = [
+        {"group": g, "verdict": judged[g.group_id]} for g in found if not (hide_empty and g.empty)
+    ]
+    listing = make_listing(
+        params,
+        rows,
+        GROUP_COLUMNS,
+        search=lambda r: r["group"].group_id,
+        default_sort="group",
+        labels=GROUP_LABELS,
+        extra={"hide_empty": "1" if hide_empty else ""},
+    )
+    return {
+        "cluster": cluster,
+        "error": None,
+        "listing": listing,
+        "status": 200,
+        "hide_empty": hide_empty,
+        "all_count": len(found),
+        "query_string": listing.link()[1:],
+    }
+
+
+def render_groups(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("groups/_table.html", groups_context(cluster, params))
+
+
+# The last numbers pushed for each group, to show how they moved since (per console process).
+_last_pushed: dict[tuple[str, str], dict[tuple[str, int], tuple[int | None, int | None]]] = {}
+
+
+def group_context(cluster: str, group_id: str, track: bool = False) -> dict[str, Any]:
+    """Context of ``groups/_group.html``; raises GroupNotFound, UnknownCluster. With ``track``, each row
+    carries how its committed and log-end offsets moved since the previous tracked render."""
+    conn = get_connection(cluster)
+    try:
+        found = groups.get_group(conn, group_id)
+    except ClusterUnavailable as exc:
+        return {"cluster": cluster, "group_id": group_id, "group": None, "error": str(exc)}
+    verdict = verdicts(cluster, [found])[group_id]
+    by_tp = {(v.topic, v.partition): v for v in verdict.partitions}
+    previous = _last_pushed.get((cluster, group_id), {}) if track else {}
+    rows = []
+    for p in found.partitions:
+        before = previous.get((p.topic, p.partition))
+        moved = None
+        if before is not None:
+            moved = {
+                "committed": (p.committed - before[0]) if p.committed is not None and before[0] is not None else None,
+                "log_end": (p.log_end - before[1]) if p.log_end is not None and before[1] is not None else None,
+            }
+        rows.append({"p": p, "verdict": by_tp.get((p.topic, p.partition)), "moved": moved})
+    if track:
+        _last_pushed[(cluster, group_id)] = {(p.topic, p.partition): (p.committed, p.log_end) for p in found.partitions}
+    return {"cluster": cluster, "group_id": group_id, "group": found, "verdict": verdict, "rows": rows, "error": None}
+
+
+def render_group(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("groups/_group.html", group_context(cluster, params.get("group", ""), track=True))
+
+
+# What a websocket may subscribe to: view name -> renderer of its fragment (cluster, query parameters).
 LIVE_FRAGMENTS = {
     "overview": render_overview,
+    "groups": render_groups,
+    "group": render_group,
 }

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
-
-from django.http import HttpRequest
 
 from broker.errors import InvalidInput
 from console.params import choice_param, int_param
@@ -71,7 +69,7 @@ class Listing(Generic[T]):
 
 
 def make_listing(
-    request: HttpRequest,
+    params: Mapping[str, str],
     rows: Sequence[T],
     columns: dict[str, Callable[[T], Any]],
     search: Callable[[T], str],
@@ -83,10 +81,10 @@ def make_listing(
 
     None sorts last whatever the direction. Raises InvalidInput for an unknown column or a bad number.
     """
-    query = request.GET.get("q", "").strip()
-    sort = choice_param(request, "sort", tuple(columns), default_sort)
-    direction = choice_param(request, "dir", ("asc", "desc"), "asc")
-    per_page = int_param(request, "per_page", 50, minimum=1, maximum=max(PER_PAGE_CHOICES)) or 50
+    query = params.get("q", "").strip()
+    sort = choice_param(params, "sort", tuple(columns), default_sort)
+    direction = choice_param(params, "dir", ("asc", "desc"), "asc")
+    per_page = int_param(params, "per_page", 50, minimum=1, maximum=max(PER_PAGE_CHOICES)) or 50
     needle = query.lower()
     kept = [r for r in rows if needle in search(r).lower()] if needle else list(rows)
     key = columns[sort]
@@ -95,7 +93,7 @@ def make_listing(
     present.sort(key=key, reverse=direction == "desc")
     ordered = present + absent
     pages = max(1, math.ceil(len(ordered) / per_page))
-    page = int_param(request, "page", 1, minimum=1) or 1
+    page = int_param(params, "page", 1, minimum=1) or 1
     if page > pages:
         raise InvalidInput(f"page {page} is past the last page ({pages}).")
     params = {"q": query, "sort": sort, "dir": direction, "per_page": str(per_page), "page": str(page), **(extra or {})}

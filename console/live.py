@@ -8,7 +8,9 @@ however many browsers watch, so Kafka sees one request per interval, not one per
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
@@ -20,8 +22,18 @@ from console.fragments import LIVE_FRAGMENTS
 log = logging.getLogger(__name__)
 
 
-def group_name(cluster: str, view: str) -> str:
-    return f"live.{cluster}.{view}"
+Key = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+def key_of(cluster: str, view: str, params: Mapping[str, str]) -> Key:
+    return cluster, view, tuple(sorted(params.items()))
+
+
+def group_name(key: Key) -> str:
+    """A channel-layer group name for a live view: ASCII, short, the same for the same view and parameters."""
+    cluster, view, params = key
+    digest = hashlib.sha1(repr(params).encode(), usedforsecurity=False).hexdigest()[:16]
+    return f"live.{cluster}.{view}.{digest}"
 
 
 @dataclass
@@ -30,47 +42,50 @@ class _Poller:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-_pollers: dict[tuple[str, str], _Poller] = {}
+_pollers: dict[Key, _Poller] = {}
 
 
-async def render(cluster: str, view: str) -> str:
+async def render(key: Key) -> str:
+    cluster, view, params = key
     renderer = LIVE_FRAGMENTS[view]
-    return await sync_to_async(renderer, thread_sensitive=False)(cluster)
+    return await sync_to_async(renderer, thread_sensitive=False)(cluster, dict(params))
 
 
-async def _run(cluster: str, view: str) -> None:
+async def _run(key: Key) -> None:
     layer = get_channel_layer()
     assert layer is not None
-    group = group_name(cluster, view)
+    group = group_name(key)
     while True:
         await asyncio.sleep(settings.KAZAMI_LIVE_INTERVAL)
         try:
-            html = await render(cluster, view)
+            html = await render(key)
         except Exception:
-            log.exception("live %s for cluster %s failed to render", view, cluster)
+            log.exception("live view %s failed to render", key)
             continue
         await layer.group_send(group, {"type": "live.fragment", "html": html})
 
 
-def subscribe(cluster: str, view: str) -> None:
-    key = (cluster, view)
+def subscribe(key: Key) -> None:
     poller = _pollers.setdefault(key, _Poller())
     poller.subscribers += 1
     if poller.task is None or poller.task.done():
-        poller.task = asyncio.get_running_loop().create_task(_run(cluster, view))
+        poller.task = asyncio.get_running_loop().create_task(_run(key))
 
 
-def unsubscribe(cluster: str, view: str) -> None:
-    poller = _pollers.get((cluster, view))
+def unsubscribe(key: Key) -> None:
+    poller = _pollers.get(key)
     if poller is None:
         return
     poller.subscribers -= 1
     if poller.subscribers <= 0:
         if poller.task is not None:
             poller.task.cancel()
-        del _pollers[(cluster, view)]
+        del _pollers[key]
 
 
 def active() -> dict[tuple[str, str], int]:
-    """Subscriber counts of the running pollers (for tests and diagnostics)."""
-    return {key: p.subscribers for key, p in _pollers.items()}
+    """Subscriber counts of the running pollers by (cluster, view) (for tests and diagnostics)."""
+    counts: dict[tuple[str, str], int] = {}
+    for (cluster, view, _), poller in _pollers.items():
+        counts[(cluster, view)] = counts.get((cluster, view), 0) + poller.subscribers
+    return counts

@@ -23,6 +23,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("overview", "Overview", "cluster-overview"),
     Section("topics", "Topics", "topic-list"),
+    Section("groups", "Consumer groups", "group-list"),
 ]
 
 

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from django.http import HttpRequest
 
 from broker.errors import InvalidInput
 
 
+def _values(source: HttpRequest | Mapping[str, Any]) -> Mapping[str, Any]:
+    """Query parameters of a request, or a mapping of them already."""
+    return source.GET if isinstance(source, HttpRequest) else source
+
+
 def int_param(
-    request: HttpRequest, name: str, default: int | None = None, minimum: int | None = None, maximum: int | None = None
+    request: HttpRequest | Mapping[str, Any],
+    name: str,
+    default: int | None = None,
+    minimum: int | None = None,
+    maximum: int | None = None,
 ) -> int | None:
     """The integer parameter ``name``, ``default`` when absent or blank."""
-    raw = request.GET.get(name, "").strip()
+    raw = str(_values(request).get(name, "")).strip()
     if raw == "":
         return default
     try:
@@ -51,8 +62,8 @@ def time_param(request: HttpRequest, name: str) -> int | None:
     return parse_time(raw, name) if raw else None
 
 
-def choice_param(request: HttpRequest, name: str, choices: tuple[str, ...], default: str) -> str:
-    raw = request.GET.get(name, "").strip() or default
+def choice_param(request: HttpRequest | Mapping[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = str(_values(request).get(name, "")).strip() or default
     if raw not in choices:
         raise InvalidInput(f"{name} must be one of {', '.join(choices)}, not {raw[:40]!r}.")
     return raw

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from broker.errors import ConfigError
-from console.env import env_bool, env_float, env_list, env_str
+from console.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("KAZAMI_VAR_DIR", str(BASE_DIR / "var")))
@@ -127,6 +127,13 @@ STATICFILES_DIRS = [
 
 # How often live pages are refreshed over the websocket, in seconds.
 KAZAMI_LIVE_INTERVAL = env_float("KAZAMI_LIVE_INTERVAL", 3.0, minimum=0.2)
+# Lag history: sampled every interval by one console process, kept for the retention.
+KAZAMI_LAG_SAMPLER = env_bool("KAZAMI_LAG_SAMPLER", True)
+KAZAMI_LAG_SAMPLE_INTERVAL = env_float("KAZAMI_LAG_SAMPLE_INTERVAL", 10.0, minimum=0.5)
+KAZAMI_LAG_RETENTION_HOURS = env_float("KAZAMI_LAG_RETENTION_HOURS", 24.0, minimum=0.1)
+# Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
+KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)
+KAZAMI_LAG_ALLOWED = env_int("KAZAMI_LAG_ALLOWED", 0, minimum=0)
 
 LOGGING = {
     "version": 1,

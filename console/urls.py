@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import api, messages, pages, topics
+from console.views import api, groups, messages, pages, topics
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
 PARTITION = TOPIC + "partitions/<int:partition>/"
+GROUP = CLUSTER + "groups/<str:group>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
@@ -27,6 +28,14 @@ urlpatterns = [
     path(TOPIC + "tail/", messages.tail, name="topic-tail"),
     path(TOPIC + "produce/", messages.produce, name="topic-produce"),
     path(TOPIC + "schema/", messages.upload_schema, name="topic-schema"),
+    # Consumer groups
+    path(CLUSTER + "groups/", groups.group_list, name="group-list"),
+    path(CLUSTER + "groups-report.<str:fmt>", groups.export, name="group-export"),
+    path(GROUP, groups.group_detail, name="group-detail"),
+    path(GROUP + "reset/", groups.reset, name="group-reset"),
+    path(GROUP + "delete/", groups.delete_group, name="group-delete"),
+    path(GROUP + "delete-offsets/", groups.delete_offsets, name="group-delete-offsets"),
+    path("metrics", groups.metrics, name="metrics"),
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
@@ -42,6 +51,11 @@ urlpatterns = [
     path(f"api/{PARTITION}messages", api.messages_page, name="api-messages"),
     path(f"api/{PARTITION}messages/", api.messages_page),
     path(f"api/{PARTITION}messages/<int:offset>", api.message, name="api-message"),
+    path(f"api/{CLUSTER}groups/", api.group_list, name="api-group-list"),
+    path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
+    path(f"api/{GROUP}reset/", api.group_reset, name="api-group-reset"),
+    path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
+    path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
     path("healthz", api.health, name="health"),
 ]
 

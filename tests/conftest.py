@@ -25,6 +25,8 @@ BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
 os.environ["ZOOKEEPER_CONNECT"] = f"127.0.0.1:{ZOOKEEPER_PORT}"
 os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
+# No background sampler in the test process: tests that need lag history sample explicitly.
+os.environ["KAZAMI_LAG_SAMPLER"] = "0"
 
 
 def free_port() -> int:

@@ -32,3 +32,21 @@ def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> SafeStr
         else ""
     )
     return format_html('{}{}<code class="preview">{}</code>', badge, error, text)
+
+
+@register.filter
+def duration(ms: int | None) -> str:
+    """A lag in time as people say it: "—", "0 s", "42 s", "3 min 5 s", "2 h 10 min", "3 d 4 h"."""
+    if ms is None:
+        return "—"
+    seconds = int(ms // 1000)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"

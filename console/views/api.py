@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import messages, topics
+from broker import groups, messages, topics
 from broker.cluster import get_overview
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
+from broker.resets import parse_spec
 from console.clusters import get_configs, get_connection
 from console.errors import api_view
 from console.forms import (
@@ -24,6 +26,7 @@ from console.forms import (
     ProduceForm,
     form_errors,
 )
+from console.lag import verdicts
 from console.params import choice_param, int_param, time_param
 from console.search import run_search, search_spec_from
 from console.serialize import message_json
@@ -254,3 +257,95 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> Any:
         {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
         status=201,
     )
+
+
+# ---------------------------------------------------------------- consumer groups
+
+
+def _group_json(g: groups.GroupLag, verdict: Any) -> dict[str, Any]:
+    return {**g.as_dict(), "status": verdict.status, "status_reason": verdict.reason}
+
+
+@require_GET
+@api_view
+def group_list(request: HttpRequest, cluster: str) -> Any:
+    found = groups.get_groups(get_connection(cluster))
+    judged = verdicts(cluster, found)
+    if request.GET.get("hide_empty") == "1":
+        found = [g for g in found if not g.empty]
+    return {"count": len(found), "groups": [_group_json(g, judged[g.group_id]) for g in found]}
+
+
+@require_GET
+@api_view
+def group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
+    found = groups.get_group(get_connection(cluster), group)
+    verdict = verdicts(cluster, [found])[group]
+    by_tp = {(v.topic, v.partition): v for v in verdict.partitions}
+    return {
+        **_group_json(found, verdict),
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": [{"topic": t, "partition": p} for t, p in m.assignment],
+            }
+            for m in found.members
+        ],
+        "partitions": [
+            {**p.as_dict(), "status": by_tp[(p.topic, p.partition)].status if (p.topic, p.partition) in by_tp else None}
+            for p in found.partitions
+        ],
+    }
+
+
+@require_POST
+@api_view
+def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
+    body = _body(request)
+    topics_wanted = body.get("topics") or None
+    if topics_wanted is not None and not (
+        isinstance(topics_wanted, list) and all(isinstance(t, str) for t in topics_wanted)
+    ):
+        raise InvalidInput("topics must be a list of topic names.")
+    dry_run = body.get("dry_run", True)
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false.")
+    value = body.get("value")
+    spec = parse_spec(str(body.get("strategy", "")), None if value is None else str(value), int(time.time() * 1000))
+    result = groups.do_reset_offsets(get_connection(cluster), group, topics_wanted, spec, dry_run=dry_run)
+    return {
+        "group_id": group,
+        "dry_run": not result.executed,
+        "strategy": spec.strategy,
+        "partitions": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "current_offset": r.current,
+                "new_offset": r.new,
+                "log_start_offset": r.log_start,
+                "log_end_offset": r.log_end,
+                "note": r.note,
+            }
+            for r in result.planned
+        ],
+    }
+
+
+@require_POST
+@api_view
+def group_delete(request: HttpRequest, cluster: str, group: str) -> Any:
+    groups.do_delete_group(get_connection(cluster), group)
+    return {"deleted": group}
+
+
+@require_POST
+@api_view
+def group_delete_offsets(request: HttpRequest, cluster: str, group: str) -> Any:
+    topic = _body(request).get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise InvalidInput("topic is required.")
+    count = groups.do_delete_offsets(get_connection(cluster), group, topic)
+    return {"group_id": group, "topic": topic, "partitions": count}

@@ -52,7 +52,7 @@ def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
     internal = request.GET.get("internal") == "1"
     rows: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
     listing = make_listing(
-        request,
+        request.GET,
         rows,
         COLUMNS,
         search=lambda t: t.name,

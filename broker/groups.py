@@ -1,0 +1,490 @@
+"""Consumer groups and their lag, in messages and in time, fetched in batches whatever the group count.
+
+One listing makes: ListGroups per broker, one batched FindCoordinator, DescribeGroups and
+OffsetFetch (every group at once, KIP-709) per coordinator, ListOffsets per partition leader,
+and, for lag in time, one fetch per broker reading the first unconsumed message of each
+lagging partition. Never one request per group.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import OffsetSpec
+from kafka.structs import OffsetAndMetadata
+
+from broker.connection import ClusterConnection
+from broker.errors import InvalidInput, KafkaRefused, KazamiError, NotFound
+from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
+
+# Lag in time is read for at most this many lagging partitions per request (the rest show none).
+MAX_TIME_LOOKUPS = 5000
+
+
+class GroupNotFound(NotFound):
+    """No consumer group of that id."""
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """One row of ``kafka-consumer-groups --describe``, plus lag in time."""
+
+    topic: str
+    partition: int
+    committed: int | None  # None: the group never committed here
+    log_end: int | None
+    member_id: str | None
+    client_id: str | None
+    host: str | None
+    lag_ms: int | None = None  # age of the oldest unconsumed message
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed is None or self.log_end is None:
+            return None
+        return max(0, self.log_end - self.committed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "committed_offset": self.committed,
+            "log_end_offset": self.log_end,
+            "lag": self.lag,
+            "lag_ms": self.lag_ms,
+            "member": self.member_id,
+            "host": self.host,
+            "client_id": self.client_id,
+        }
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[Member]
+    partitions: list[PartitionLag]
+    fetched_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({p.topic for p in self.partitions})
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
+
+    @property
+    def max_lag_ms(self) -> int | None:
+        known = [p.lag_ms for p in self.partitions if p.lag_ms is not None]
+        return max(known) if known else None
+
+    @property
+    def uncommitted(self) -> int:
+        return sum(1 for p in self.partitions if p.committed is None)
+
+    @property
+    def empty(self) -> bool:
+        return not self.members
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "state": self.state,
+            "protocol_type": self.protocol_type,
+            "protocol": self.protocol,
+            "members": len(self.members),
+            "topics": self.topics,
+            "total_lag": self.total_lag,
+            "lag_ms": self.max_lag_ms,
+            "partitions_without_commit": self.uncommitted,
+        }
+
+
+# ---------------------------------------------------------------- reads
+
+
+def _members(described: dict[str, Any]) -> list[Member]:
+    members = []
+    for m in described.get("members") or []:
+        assignment = m.get("member_assignment") or {}
+        pairs = [
+            (a["topic"], p)
+            for a in (assignment.get("assigned_partitions") or [] if isinstance(assignment, dict) else [])
+            for p in a.get("partitions") or []
+        ]
+        members.append(
+            Member(
+                member_id=m.get("member_id", ""),
+                client_id=m.get("client_id", ""),
+                host=str(m.get("client_host", "")).lstrip("/"),
+                assignment=sorted(pairs),
+            )
+        )
+    return members
+
+
+def _collect(admin: KafkaAdminClient, group_ids: list[str], with_time: bool) -> list[GroupLag]:
+    if not group_ids:
+        return []
+    described = admin.describe_groups(group_ids)
+    committed = admin.list_group_offsets({g: None for g in group_ids})
+    rows: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+    members: dict[str, list[Member]] = {}
+    for group_id in group_ids:
+        info = described.get(group_id) or {}
+        members[group_id] = _members(info)
+        by_tp: dict[tuple[str, int], dict[str, Any]] = {}
+        for tp, meta in (committed.get(group_id) or {}).items():
+            if meta.offset is not None and meta.offset >= 0:
+                by_tp[(tp.topic, tp.partition)] = {"committed": meta.offset}
+        for member in members[group_id]:
+            for tp_key in member.assignment:
+                row = by_tp.setdefault(tp_key, {"committed": None})
+                row.update(member_id=member.member_id, client_id=member.client_id, host=member.host)
+        rows[group_id] = by_tp
+    wanted = sorted({TopicPartition(t, p) for by_tp in rows.values() for (t, p) in by_tp})
+    ends = _log_ends(admin, wanted)
+    times = _oldest_unconsumed(admin, rows, ends) if with_time else {}
+    result = []
+    for group_id in group_ids:
+        info = described.get(group_id) or {}
+        partitions = [
+            PartitionLag(
+                topic=t,
+                partition=p,
+                committed=row["committed"],
+                log_end=ends.get(TopicPartition(t, p)),
+                member_id=row.get("member_id"),
+                client_id=row.get("client_id"),
+                host=row.get("host"),
+                lag_ms=times.get((group_id, t, p)),
+            )
+            for (t, p), row in sorted(rows[group_id].items())
+        ]
+        result.append(
+            GroupLag(
+                group_id=group_id,
+                state=str(info.get("group_state") or "Unknown"),
+                protocol_type=str(info.get("protocol_type") or ""),
+                protocol=str(info.get("protocol_data") or ""),
+                members=members[group_id],
+                partitions=partitions,
+            )
+        )
+    return result
+
+
+def _log_ends(admin: KafkaAdminClient, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """Log-end offsets in one ListOffsets per leader; partitions of deleted topics are left out."""
+    if not tps:
+        return {}
+    existing = {t["name"]: t for t in admin.describe_topics(sorted({tp.topic for tp in tps}))}
+    readable = [
+        tp
+        for tp in tps
+        if tp.topic in existing
+        and not existing[tp.topic].get("error_code")
+        and any(
+            p["partition_index"] == tp.partition and p.get("leader_id", -1) >= 0
+            for p in existing[tp.topic].get("partitions") or []
+        )
+    ]
+    if not readable:
+        return {}
+    try:
+        answer = admin.list_partition_offsets(dict.fromkeys(readable, OffsetSpec.LATEST))
+    except kafka.errors.KafkaError:
+        return {}
+    return {tp: o.offset for tp, o in answer.items()}
+
+
+def _oldest_unconsumed(
+    admin: KafkaAdminClient, rows: dict[str, dict[tuple[str, int], dict[str, Any]]], ends: dict[TopicPartition, int]
+) -> dict[tuple[str, str, int], int]:
+    """{(group, topic, partition): age in ms of the first unconsumed message} for lagging partitions.
+
+    Reads one message per distinct (partition, offset): a consumer assigned to all of them
+    at once, so the brokers get one fetch each rather than one per partition.
+    """
+    targets: dict[tuple[str, int, int], list[str]] = defaultdict(list)
+    for group_id, by_tp in rows.items():
+        for (t, p), row in by_tp.items():
+            end = ends.get(TopicPartition(t, p))
+            if row["committed"] is not None and end is not None and end > row["committed"]:
+                targets[(t, p, row["committed"])].append(group_id)
+    if not targets:
+        return {}
+    chosen = dict(list(targets.items())[:MAX_TIME_LOOKUPS])
+    stamps = read_timestamps(admin, list(chosen))
+    now = int(time.time() * 1000)
+    return {
+        (g, t, p): max(0, now - stamps[(t, p, o)])
+        for (t, p, o), groups in chosen.items()
+        if (t, p, o) in stamps
+        for g in groups
+    }
+
+
+def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
+    """{(topic, partition, offset): timestamp ms} of the first message at or after each offset.
+
+    Several offsets of one partition are read one after another; different partitions at once.
+    """
+    from kafka import KafkaConsumer
+
+    config = admin.config
+    options = {
+        k: config[k]
+        for k in (
+            "bootstrap_servers",
+            "security_protocol",
+            "ssl_cafile",
+            "ssl_certfile",
+            "ssl_keyfile",
+            "ssl_check_hostname",
+            "sasl_mechanism",
+            "sasl_plain_username",
+            "sasl_plain_password",
+        )
+        if config.get(k) is not None
+    }
+    consumer = KafkaConsumer(
+        group_id=None,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=16 * 1024,
+        fetch_max_wait_ms=50,
+        request_timeout_ms=config["request_timeout_ms"],
+        bootstrap_timeout_ms=config["request_timeout_ms"],
+        client_id="kazami-lag-time",
+        **options,
+    )
+    found: dict[tuple[str, int, int], int] = {}
+    try:
+        by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
+        for t, p, o in wanted:
+            by_tp[TopicPartition(t, p)].append(o)
+        round_ = 0
+        while by_tp:
+            batch = {tp: offsets.pop(0) for tp, offsets in by_tp.items()}
+            by_tp = {tp: offsets for tp, offsets in by_tp.items() if offsets}
+            consumer.assign(list(batch))
+            for tp, offset in batch.items():
+                consumer.seek(tp, offset)
+            pending = dict(batch)
+            deadline = time.monotonic() + config["request_timeout_ms"] / 1000
+            while pending and time.monotonic() < deadline:
+                records = consumer.poll(timeout_ms=200, max_records=len(pending) * 20)
+                for tp, recs in records.items():
+                    if tp in pending:
+                        target = pending.pop(tp)
+                        first = next((r for r in recs if r.offset >= target), None)
+                        if first is not None and first.timestamp is not None and first.timestamp >= 0:
+                            found[(tp.topic, tp.partition, target)] = first.timestamp
+                        consumer.pause(tp)
+            round_ += 1
+    finally:
+        consumer.close()
+    return found
+
+
+def list_group_ids(conn: ClusterConnection) -> list[str]:
+    """Every group id the brokers know (one ListGroups per broker). Raises ClusterUnavailable."""
+    return conn.call(lambda admin: sorted({g["group_id"] for g in admin.list_groups()}), "group list")
+
+
+def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag]:
+    """Every consumer group with its state, members and per-partition lag, sorted by id.
+
+    Raises ClusterUnavailable.
+    """
+
+    def fetch(admin: KafkaAdminClient) -> list[GroupLag]:
+        ids = sorted({g["group_id"] for g in admin.list_groups()})
+        return _collect(admin, ids, with_time)
+
+    return conn.call(fetch, "group list", requests=8)
+
+
+def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) -> GroupLag:
+    """One group with every partition it has committed or is assigned.
+
+    Raises GroupNotFound (no members and no committed offsets), ClusterUnavailable.
+    """
+
+    def fetch(admin: KafkaAdminClient) -> GroupLag:
+        found = _collect(admin, [group_id], with_time)[0]
+        if found.state in ("Dead", "Unknown") and not found.partitions:
+            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        return found
+
+    return conn.call(fetch, "group description", requests=8)
+
+
+# ---------------------------------------------------------------- changes
+
+
+class GroupActive(KazamiError):
+    """The group has members, so its offsets cannot be changed; the message names them."""
+
+    def __init__(self, group_id: str, members: list[Member]) -> None:
+        self.members = members
+        names = ", ".join(f"{m.member_id} ({m.client_id} on {m.host})" for m in members)
+        who = (
+            f"has {len(members)} active member{'s' if len(members) != 1 else ''}: {names}"
+            if members
+            else "has active members or is rebalancing"
+        )
+        super().__init__(
+            f"Group {group_id!r} {who}. "
+            "Stop its consumers first: Kafka only accepts offset changes for a group without members."
+        )
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    group_id: str
+    spec: ResetSpec
+    planned: list[PlannedReset]
+    executed: bool
+
+
+def do_reset_offsets(
+    conn: ClusterConnection, group_id: str, topics: list[str] | None, spec: ResetSpec, dry_run: bool = True
+) -> ResetResult:
+    """Plan (and unless ``dry_run``, commit) new offsets for the group on ``topics`` (None: every topic it
+    has committed), the way ``kafka-consumer-groups --reset-offsets`` does.
+
+    Raises GroupNotFound, GroupActive, InvalidInput (a topic the group never consumed), ClusterUnavailable.
+    """
+    now_ms = int(time.time() * 1000)
+
+    def run(admin: KafkaAdminClient) -> ResetResult:
+        group = _collect(admin, [group_id], with_time=False)[0]
+        if group.state in ("Dead", "Unknown") and not group.partitions:
+            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        consumed = sorted({p.topic for p in group.partitions if p.committed is not None})
+        chosen = topics or consumed
+        strangers = [t for t in chosen if t not in consumed]
+        if strangers:
+            raise InvalidInput(
+                f"Group {group_id!r} never committed offsets on {', '.join(strangers)}; "
+                f"it has consumed {', '.join(consumed) or 'nothing yet'}."
+            )
+        if not dry_run and group.members:
+            raise GroupActive(group_id, group.members)
+        by_tp = {(p.topic, p.partition): p for p in group.partitions if p.topic in chosen}
+        tps = [TopicPartition(t, p) for (t, p) in sorted(by_tp)]
+        starts = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))
+        ends = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
+        target = time_target_ms(spec, now_ms)
+        by_time: dict[TopicPartition, int | None] = {}
+        if target is not None:
+            answer = admin.list_partition_offsets(dict.fromkeys(tps, target))
+            by_time = {tp: (o.offset if o.offset >= 0 else None) for tp, o in answer.items()}
+        states = [
+            PartitionState(
+                topic=tp.topic,
+                partition=tp.partition,
+                committed=by_tp[(tp.topic, tp.partition)].committed,
+                log_start=starts[tp].offset,
+                log_end=ends[tp].offset,
+                offset_for_time=by_time.get(tp),
+            )
+            for tp in tps
+        ]
+        planned = plan(states, spec)
+        if not dry_run:
+            answer = admin.alter_group_offsets(
+                group_id, {TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.new, "", -1) for r in planned}
+            )
+            _check_partition_errors(group_id, answer, "reset")
+        return ResetResult(group_id=group_id, spec=spec, planned=planned, executed=not dry_run)
+
+    try:
+        return conn.call(run, "offset reset", requests=8)
+    except kafka.errors.KafkaError as exc:
+        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+            raise
+        if isinstance(exc, kafka.errors.UnknownMemberIdError | kafka.errors.RebalanceInProgressError):
+            raise GroupActive(group_id, []) from None
+        raise KafkaRefused(f"Kafka refused the reset: {type(exc).__name__}: {exc}") from None
+
+
+def do_delete_group(conn: ClusterConnection, group_id: str) -> None:
+    """Delete a group and its committed offsets. Raises GroupNotFound, GroupActive, ClusterUnavailable."""
+
+    def run(admin: KafkaAdminClient) -> None:
+        group = _collect(admin, [group_id], with_time=False)[0]
+        if group.state in ("Dead", "Unknown") and not group.partitions:
+            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        if group.members:
+            raise GroupActive(group_id, group.members)
+        outcome = dict(admin.delete_groups([group_id]))
+        if outcome.get(group_id, "OK") != "OK":
+            raise KafkaRefused(f"Kafka refused to delete group {group_id!r}: {outcome[group_id]}")
+
+    conn.call(run, "group deletion", requests=6)
+
+
+def do_delete_offsets(conn: ClusterConnection, group_id: str, topic: str) -> int:
+    """Delete the group's committed offsets for one topic; returns how many partitions lost a commit.
+
+    Raises GroupNotFound, InvalidInput (never consumed the topic), KafkaRefused (the group is subscribed
+    to it right now), ClusterUnavailable.
+    """
+
+    def run(admin: KafkaAdminClient) -> int:
+        group = _collect(admin, [group_id], with_time=False)[0]
+        if group.state in ("Dead", "Unknown") and not group.partitions:
+            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        parts = [
+            TopicPartition(p.topic, p.partition)
+            for p in group.partitions
+            if p.topic == topic and p.committed is not None
+        ]
+        if not parts:
+            raise InvalidInput(f"Group {group_id!r} has no committed offsets on {topic!r}.")
+        answer = admin.delete_group_offsets(group_id, parts)
+        if any(error is kafka.errors.GroupSubscribedToTopicError for error in answer.values()):
+            raise KafkaRefused(f"Group {group_id!r} is subscribed to {topic!r} right now; stop its consumers first.")
+        _check_partition_errors(group_id, answer, "offset deletion")
+        return len(parts)
+
+    return conn.call(run, "offset deletion", requests=6)
+
+
+def _check_partition_errors(group_id: str, answer: dict[TopicPartition, Any], what: str) -> None:
+    """Raise for partition-level errors in an offset commit or deletion answer (they are returned, not raised)."""
+    failed = {tp: err for tp, err in answer.items() if err is not kafka.errors.NoError and err is not None}
+    if not failed:
+        return
+    if any(
+        err
+        in (
+            kafka.errors.UnknownMemberIdError,
+            kafka.errors.RebalanceInProgressError,
+            kafka.errors.IllegalGenerationError,
+        )
+        for err in failed.values()
+    ):
+        raise GroupActive(group_id, [])
+    names = ", ".join(
+        f"{tp.topic}-{tp.partition}: {getattr(err, '__name__', err)}" for tp, err in sorted(failed.items())
+    )
+    raise KafkaRefused(f"Kafka refused the {what} of group {group_id!r}: {names}")

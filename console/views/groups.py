@@ -1,0 +1,229 @@
+"""Consumer group pages: list, detail with history, exports, Prometheus metrics."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from broker import groups
+from broker.errors import InvalidInput, KazamiError
+from console.clusters import get_configs, get_connection
+from console.errors import page_view, status_of
+from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm
+from console.fragments import group_context, groups_context
+from console.lag import RANGES, history_series, verdicts
+from console.params import choice_param
+
+EXPORT_COLUMNS = [
+    "group",
+    "state",
+    "topic",
+    "partition",
+    "committed_offset",
+    "log_end_offset",
+    "lag",
+    "lag_ms",
+    "member",
+    "host",
+    "client_id",
+    "status",
+]
+
+
+@require_GET
+@page_view
+def group_list(request: HttpRequest, cluster: str) -> HttpResponse:
+    context = groups_context(cluster, request.GET)
+    template = "groups/_table.html" if request.headers.get("HX-Request") == "true" else "groups/list.html"
+    return render(
+        request, template, {**context, "live_interval": settings.KAZAMI_LIVE_INTERVAL}, status=context["status"]
+    )
+
+
+@require_GET
+@page_view
+def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
+    window = choice_param(request, "range", tuple(RANGES), "1h")
+    context = group_context(cluster, group)
+    context.update(
+        window=window,
+        ranges=list(RANGES),
+        history=history_series(cluster, group, window),
+        live_interval=settings.KAZAMI_LIVE_INTERVAL,
+    )
+    return render(request, "groups/detail.html", context)
+
+
+def _chosen(cluster: str, request: HttpRequest) -> list[groups.GroupLag]:
+    conn = get_connection(cluster)
+    wanted = [g for g in request.GET.get("groups", "").split(",") if g]
+    found = groups.get_groups(conn)
+    if wanted:
+        known = {g.group_id for g in found}
+        missing = [g for g in wanted if g not in known]
+        if missing:
+            raise InvalidInput(f"Unknown group(s): {', '.join(missing)}.")
+        found = [g for g in found if g.group_id in wanted]
+    return found
+
+
+def _rows(cluster: str, chosen: list[groups.GroupLag]) -> list[dict[str, Any]]:
+    judged = verdicts(cluster, chosen)
+    return [
+        {"group": g.group_id, "state": g.state, **p.as_dict(), "status": judged[g.group_id].status}
+        for g in chosen
+        for p in g.partitions
+    ]
+
+
+@require_GET
+@page_view
+def export(request: HttpRequest, cluster: str, fmt: str) -> HttpResponse:
+    """The lag report of every group (or ?groups=a,b) as CSV or JSON."""
+    chosen = _chosen(cluster, request)
+    if fmt == "json":
+        judged = verdicts(cluster, chosen)
+        body = json.dumps(
+            {
+                "cluster": cluster,
+                "groups": [
+                    {
+                        **g.as_dict(),
+                        "status": judged[g.group_id].status,
+                        "reason": judged[g.group_id].reason,
+                        "partitions": [p.as_dict() for p in g.partitions],
+                    }
+                    for g in chosen
+                ],
+            },
+            indent=2,
+        )
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in _rows(cluster, chosen):
+            writer.writerow({**row, "committed_offset": row["committed_offset"], "member": row["member"]})
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{cluster}-lag.{fmt}"'
+    return response
+
+
+def _label(value: object) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+STATUS_VALUE = {"OK": 0, "WARN": 1, "ERR": 2}
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus text format: lag, lag in time and status per group and partition, for every cluster."""
+    lines = [
+        "# HELP kazami_consumer_lag Messages the group has not consumed yet (log end - committed).",
+        "# TYPE kazami_consumer_lag gauge",
+    ]
+    time_lines = [
+        "# HELP kazami_consumer_lag_seconds Age of the oldest message the group has not consumed.",
+        "# TYPE kazami_consumer_lag_seconds gauge",
+    ]
+    status_lines = [
+        "# HELP kazami_consumer_group_status Group status: 0 OK, 1 WARN, 2 ERR.",
+        "# TYPE kazami_consumer_group_status gauge",
+    ]
+    up_lines = ["# HELP kazami_cluster_up Whether the cluster answered.", "# TYPE kazami_cluster_up gauge"]
+    for cluster in get_configs():
+        try:
+            found = groups.get_groups(get_connection(cluster))
+        except Exception:  # noqa: BLE001 - one cluster down must not hide the others
+            up_lines.append(f'kazami_cluster_up{{cluster="{_label(cluster)}"}} 0')
+            continue
+        up_lines.append(f'kazami_cluster_up{{cluster="{_label(cluster)}"}} 1')
+        judged = verdicts(cluster, found)
+        for g in found:
+            base = f'cluster="{_label(cluster)}",group="{_label(g.group_id)}"'
+            status_lines.append(
+                f"kazami_consumer_group_status{{{base}}} {STATUS_VALUE.get(judged[g.group_id].status, 0)}"
+            )
+            for p in g.partitions:
+                labels = f'{base},topic="{_label(p.topic)}",partition="{p.partition}"'
+                if p.lag is not None:
+                    lines.append(f"kazami_consumer_lag{{{labels}}} {p.lag}")
+                if p.lag_ms is not None:
+                    time_lines.append(f"kazami_consumer_lag_seconds{{{labels}}} {p.lag_ms / 1000:.3f}")
+    body = "\n".join([*up_lines, *lines, *time_lines, *status_lines]) + "\n"
+    return HttpResponse(body, content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
+    """Reset offsets: the form; a dry run that shows current and new offsets; then the execution."""
+    conn = get_connection(cluster)
+    found = groups.get_group(conn, group, with_time=False)
+    consumed = sorted({p.topic for p in found.partitions if p.committed is not None})
+    form = ResetForm(request.POST or None, consumed=consumed)
+    context: dict[str, Any] = {
+        "cluster": cluster,
+        "group": found,
+        "form": form,
+        "delete_form": DeleteGroupForm(group=group),
+        "consumed": consumed,
+    }
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        execute = request.POST.get("execute") == "1"
+        try:
+            result = groups.do_reset_offsets(
+                conn, group, form.cleaned_data["topics"] or None, form.cleaned_data["spec"], dry_run=not execute
+            )
+        except KazamiError as exc:
+            status = status_of(exc)[0]
+            if status == 404:
+                raise
+            form.add_error(None, str(exc))
+        else:
+            if execute:
+                messages.success(request, f"Offsets of {group} reset on {len(result.planned)} partitions.")
+                return redirect("group-detail", cluster=cluster, group=group)
+            context["result"] = result
+            context["fields"] = [(k, v) for k, v in request.POST.lists() if k not in ("csrfmiddlewaretoken", "execute")]
+    elif request.method == "POST":
+        status = 400
+    return render(request, "groups/reset.html", context, status=status)
+
+
+@require_POST
+@page_view
+def delete_group(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = DeleteGroupForm(request.POST, group=group)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+        return redirect("group-reset", cluster=cluster, group=group)
+    groups.do_delete_group(conn, group)
+    messages.success(request, f"Group {group} deleted.")
+    return redirect("group-list", cluster=cluster)
+
+
+@require_POST
+@page_view
+def delete_offsets(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
+    conn = get_connection(cluster)
+    form = DeleteOffsetsForm(request.POST)
+    if not form.is_valid():
+        raise InvalidInput("topic is required.")
+    count = groups.do_delete_offsets(conn, group, form.cleaned_data["topic"])
+    messages.success(
+        request, f"Committed offsets of {group} on {form.cleaned_data['topic']} deleted ({count} partitions)."
+    )
+    return redirect("group-detail", cluster=cluster, group=group)
