@@ -46,13 +46,15 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
             if p.committed is not None
         }
         ends = {(p.topic, p.partition): p.log_end for p in g.partitions if p.log_end is not None}
-        # The committed offset seen now is the newest observation of all.
+        # What is read now joins the history only when the offset moved since the last sample: a frozen
+        # offset must keep the time of its last sample, or a stopped consumer would never look stopped.
+        # (Its lag is still taken now, from the log ends.)
         for p in g.partitions:
+            key = (p.topic, p.partition)
             if p.committed is not None and p.log_end is not None:
-                parts[(p.topic, p.partition)] = [
-                    *parts[(p.topic, p.partition)],
-                    Observation(g.fetched_at_ms, p.committed, p.log_end),
-                ]
+                seen = parts[key]
+                if not seen or seen[-1].committed != p.committed:
+                    parts[key] = [*seen, Observation(g.fetched_at_ms, p.committed, p.log_end)]
         consumed = {(p.topic, p.partition) for p in g.partitions if p.member_id}
         result[g.group_id] = evaluate_group(parts, now_ms, ends, r, consumed)
     return result
