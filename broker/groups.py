@@ -22,8 +22,11 @@ from broker.connection import ClusterConnection
 from broker.errors import InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
 
-# Lag in time is read for at most this many lagging partitions per request (the rest show none).
-MAX_TIME_LOOKUPS = 5000
+# Lag in time reads one message per (partition, committed offset); a listing reads at most this many,
+# the most lagging first, in at most MAX_TIME_ROUNDS rounds (one offset per partition a round). The rest
+# show no lag in time rather than slow the page down.
+MAX_TIME_LOOKUPS = 500
+MAX_TIME_ROUNDS = 20
 
 
 class GroupNotFound(NotFound):
@@ -223,14 +226,23 @@ def _oldest_unconsumed(
     at once, so the brokers get one fetch each rather than one per partition.
     """
     targets: dict[tuple[str, int, int], list[str]] = defaultdict(list)
+    lag_of: dict[tuple[str, int, int], int] = {}
     for group_id, by_tp in rows.items():
         for (t, p), row in by_tp.items():
             end = ends.get(TopicPartition(t, p))
             if row["committed"] is not None and end is not None and end > row["committed"]:
                 targets[(t, p, row["committed"])].append(group_id)
+                lag_of[(t, p, row["committed"])] = end - row["committed"]
     if not targets:
         return {}
-    chosen = dict(list(targets.items())[:MAX_TIME_LOOKUPS])
+    chosen: dict[tuple[str, int, int], list[str]] = {}
+    rounds: dict[tuple[str, int], int] = defaultdict(int)
+    for target in sorted(targets, key=lambda k: -lag_of[k]):
+        if len(chosen) >= MAX_TIME_LOOKUPS:
+            break
+        if rounds[target[:2]] < MAX_TIME_ROUNDS:
+            rounds[target[:2]] += 1
+            chosen[target] = targets[target]
     stamps = read_timestamps(admin, list(chosen))
     now = int(time.time() * 1000)
     return {

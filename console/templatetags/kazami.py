@@ -50,3 +50,9 @@ def duration(ms: int | None) -> str:
         return f"{hours} h {minutes} min"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h"
+
+
+@register.filter
+def status_label(status: str) -> str:
+    """A lag status as shown to people."""
+    return "not judged yet" if status == "NOT_EVALUATED" else status

@@ -37,6 +37,8 @@ def console_url(kafka_cluster: launcher.ClusterLayout, tmp_path_factory: pytest.
         "KAZAMI_VAR_DIR": str(var),
         "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
         "KAZAMI_LIVE_INTERVAL": "0.5",
+        "KAZAMI_LAG_SAMPLER": "1",
+        "KAZAMI_LAG_SAMPLE_INTERVAL": "1",
         "DJANGO_SETTINGS_MODULE": "console.settings",
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
