@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from bench import bench_messages, bench_overview, bench_topics, bench_up
+from bench import bench_groups, bench_messages, bench_overview, bench_topics, bench_up
 from bench.bench_up import DATA
 from bench.common import REPO, RESULTS
 
@@ -16,6 +16,7 @@ BENCHMARKS = {
     "overview_latency": bench_overview.run,
     "message_page": bench_messages.run,
     "topic_list": bench_topics.run,
+    "group_lag": bench_groups.run,
 }
 
 
@@ -32,7 +33,7 @@ def write_summary() -> None:
         lines.append(f"## {data['benchmark']} ({data['measured_at']}, {data['machine']['cpus']} CPUs)")
         lines.append("")
         for key, value in data.items():
-            if key.startswith("ratio_") or key.endswith(("_s", "_ms")) or key.startswith(("console_", "reference_")):
+            if key.startswith(("ratio_", "console_", "reference_", "groups_")) or key.endswith(("_s", "_ms")):
                 lines.append(f"- `{key}`: {json.dumps(value)}")
         lines.append("")
     (RESULTS / "summary.md").write_text("\n".join(lines))
