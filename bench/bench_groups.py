@@ -16,6 +16,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import CoordinatorNotAvailableError, NotCoordinatorError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
 from bench.common import BASE_PORT, console_server, write_result
@@ -33,11 +34,16 @@ def bootstrap() -> list[str]:
 
 
 def ensure_groups(admin: KafkaAdminClient, count: int) -> None:
-    if TOPIC not in admin.list_topics():
-        from kafka import KafkaProducer
+    from contextlib import suppress
 
+    from kafka import KafkaProducer
+    from kafka.admin import OffsetSpec
+
+    with suppress(TopicAlreadyExistsError):
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-        admin.wait_for_topics([TOPIC], timeout_ms=60_000)
+    admin.wait_for_topics([TOPIC], timeout_ms=60_000)
+    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+    if sum(o.offset for o in admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST)).values()) == 0:
         producer = KafkaProducer(bootstrap_servers=bootstrap(), linger_ms=20)
         for i in range(300 * PARTITIONS):
             producer.send(TOPIC, value=b"task %d" % i, partition=i % PARTITIONS)
@@ -47,10 +53,15 @@ def ensure_groups(admin: KafkaAdminClient, count: int) -> None:
     for i in range(count):
         group = f"{PREFIX}{i:05d}"
         if group not in existing:
-            admin.alter_group_offsets(
-                group,
-                {TopicPartition(TOPIC, p): OffsetAndMetadata((i * 7 + p) % 300, "", -1) for p in range(PARTITIONS)},
-            )
+            offsets = {
+                TopicPartition(TOPIC, p): OffsetAndMetadata((i * 7 + p) % 300, "", -1) for p in range(PARTITIONS)
+            }
+            for attempt in range(30):  # the first group makes Kafka create __consumer_offsets
+                try:
+                    admin.alter_group_offsets(group, offsets)
+                    break
+                except (CoordinatorNotAvailableError, NotCoordinatorError):
+                    time.sleep(0.5 + attempt * 0.1)
     print(f"{count} groups ready in {time.perf_counter() - started:.0f} s", flush=True)
 
 

@@ -111,5 +111,9 @@ def console_server(bootstrap: str) -> Iterator[str]:
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
         log.close()

@@ -23,10 +23,10 @@ from broker.errors import InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
 
 # Lag in time reads one message per (partition, committed offset); a listing reads at most this many,
-# the most lagging first, in at most MAX_TIME_ROUNDS rounds (one offset per partition a round). The rest
-# show no lag in time rather than slow the page down.
-MAX_TIME_LOOKUPS = 500
-MAX_TIME_ROUNDS = 20
+# the most lagging first; what the deadline does not reach shows no lag in time rather than slow the page.
+MAX_TIME_LOOKUPS = 20_000
+# Wanted offsets of one partition are read in one forward pass; a gap wider than this is skipped by a seek.
+SEEK_GAP = 2_000
 
 
 class GroupNotFound(NotFound):
@@ -235,14 +235,7 @@ def _oldest_unconsumed(
                 lag_of[(t, p, row["committed"])] = end - row["committed"]
     if not targets:
         return {}
-    chosen: dict[tuple[str, int, int], list[str]] = {}
-    rounds: dict[tuple[str, int], int] = defaultdict(int)
-    for target in sorted(targets, key=lambda k: -lag_of[k]):
-        if len(chosen) >= MAX_TIME_LOOKUPS:
-            break
-        if rounds[target[:2]] < MAX_TIME_ROUNDS:
-            rounds[target[:2]] += 1
-            chosen[target] = targets[target]
+    chosen = {k: targets[k] for k in sorted(targets, key=lambda k: -lag_of[k])[:MAX_TIME_LOOKUPS]}
     stamps = read_timestamps(admin, list(chosen))
     now = int(time.time() * 1000)
     return {
@@ -287,29 +280,37 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
         **options,
     )
     found: dict[tuple[str, int, int], int] = {}
+    # One deadline for the whole lookup: lag in time is worth a moment, not a slow page.
+    deadline = time.monotonic() + config["request_timeout_ms"] / 1000
+    wanted_by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
+    for t, p, o in wanted:
+        wanted_by_tp[TopicPartition(t, p)].append(o)
+    offsets = {tp: sorted(set(os_)) for tp, os_ in wanted_by_tp.items()}
+    index = dict.fromkeys(offsets, 0)
     try:
-        by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
-        for t, p, o in wanted:
-            by_tp[TopicPartition(t, p)].append(o)
-        round_ = 0
-        while by_tp:
-            batch = {tp: offsets.pop(0) for tp, offsets in by_tp.items()}
-            by_tp = {tp: offsets for tp, offsets in by_tp.items() if offsets}
-            consumer.assign(list(batch))
-            for tp, offset in batch.items():
-                consumer.seek(tp, offset)
-            pending = dict(batch)
-            deadline = time.monotonic() + config["request_timeout_ms"] / 1000
-            while pending and time.monotonic() < deadline:
-                records = consumer.poll(timeout_ms=200, max_records=len(pending) * 20)
-                for tp, recs in records.items():
-                    if tp in pending:
-                        target = pending.pop(tp)
-                        first = next((r for r in recs if r.offset >= target), None)
-                        if first is not None and first.timestamp is not None and first.timestamp >= 0:
-                            found[(tp.topic, tp.partition, target)] = first.timestamp
-                        consumer.pause(tp)
-            round_ += 1
+        consumer.assign(list(offsets))
+        for tp, os_ in offsets.items():
+            consumer.seek(tp, os_[0])
+        pending = set(offsets)
+        while pending and time.monotonic() < deadline:
+            records = consumer.poll(timeout_ms=200, max_records=5000)
+            for tp, recs in records.items():
+                if tp not in pending:
+                    continue
+                targets, i = offsets[tp], index[tp]
+                for record in recs:
+                    while i < len(targets) and record.offset >= targets[i]:
+                        if record.timestamp is not None and record.timestamp >= 0:
+                            found[(tp.topic, tp.partition, targets[i])] = record.timestamp
+                        i += 1
+                    if i == len(targets):
+                        break
+                index[tp] = i
+                if i == len(targets):
+                    pending.discard(tp)
+                    consumer.pause(tp)
+                elif targets[i] - (recs[-1].offset + 1) > SEEK_GAP:
+                    consumer.seek(tp, targets[i])  # far ahead: jump rather than read the gap
     finally:
         consumer.close()
     return found

@@ -67,7 +67,11 @@ def console_url(kafka_cluster: launcher.ClusterLayout, tmp_path_factory: pytest.
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
         log.close()
 
 
