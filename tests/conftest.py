@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 
 from broker.local import launcher
 
@@ -25,8 +26,10 @@ BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
 os.environ["ZOOKEEPER_CONNECT"] = f"127.0.0.1:{ZOOKEEPER_PORT}"
 os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
-# No background sampler in the test process: tests that need lag history sample explicitly.
+# No background sampler in the test process: tests that need lag history sample explicitly. The
+# settings may already be loaded when this runs (pytest-django sets Django up early), so both.
 os.environ["KAZAMI_LAG_SAMPLER"] = "0"
+django_settings.KAZAMI_LAG_SAMPLER = False
 
 
 def free_port() -> int:

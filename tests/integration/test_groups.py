@@ -40,9 +40,9 @@ def join_and_commit(consumer: KafkaConsumer, offsets: dict[TopicPartition, int])
     """Poll until the consumer holds its assignment, then commit (again after a poll if a rebalance was on)."""
     from kafka.errors import CommitFailedError, RebalanceInProgressError
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        consumer.poll(timeout_ms=200)
+        consumer.poll(timeout_ms=500)
         if not consumer.assignment():
             continue
         try:

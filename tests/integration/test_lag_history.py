@@ -24,6 +24,9 @@ def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Clien
 
 
 def test_only_one_process_holds_the_sampler_lease_until_it_expires() -> None:
+    from console.models import Lease
+
+    Lease.objects.all().delete()
     now = timezone.now()
     assert sampler.acquire_lease("console-a", seconds=30, now=now) is True
     assert sampler.acquire_lease("console-b", seconds=30, now=now + timedelta(seconds=5)) is False
