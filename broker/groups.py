@@ -340,13 +340,15 @@ def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) ->
     Raises GroupNotFound (no members and no committed offsets), ClusterUnavailable.
     """
 
-    def fetch(admin: KafkaAdminClient) -> GroupLag:
-        found = _collect(admin, [group_id], with_time)[0]
-        if found.state in ("Dead", "Unknown") and not found.partitions:
-            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
-        return found
+    return conn.call(lambda admin: _one_group(admin, conn, group_id, with_time), "group description", requests=8)
 
-    return conn.call(fetch, "group description", requests=8)
+
+def _one_group(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str, with_time: bool) -> GroupLag:
+    """One group; raises GroupNotFound when Kafka knows neither members nor committed offsets for it."""
+    found = _collect(admin, [group_id], with_time)[0]
+    if found.state in ("Dead", "Unknown") and not found.partitions:
+        raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+    return found
 
 
 # ---------------------------------------------------------------- changes
@@ -388,9 +390,7 @@ def do_reset_offsets(
     now_ms = int(time.time() * 1000)
 
     def run(admin: KafkaAdminClient) -> ResetResult:
-        group = _collect(admin, [group_id], with_time=False)[0]
-        if group.state in ("Dead", "Unknown") and not group.partitions:
-            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        group = _one_group(admin, conn, group_id, with_time=False)
         consumed = sorted({p.topic for p in group.partitions if p.committed is not None})
         chosen = topics or consumed
         strangers = [t for t in chosen if t not in consumed]
@@ -443,9 +443,7 @@ def do_delete_group(conn: ClusterConnection, group_id: str) -> None:
     """Delete a group and its committed offsets. Raises GroupNotFound, GroupActive, ClusterUnavailable."""
 
     def run(admin: KafkaAdminClient) -> None:
-        group = _collect(admin, [group_id], with_time=False)[0]
-        if group.state in ("Dead", "Unknown") and not group.partitions:
-            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        group = _one_group(admin, conn, group_id, with_time=False)
         if group.members:
             raise GroupActive(group_id, group.members)
         outcome = dict(admin.delete_groups([group_id]))
@@ -463,9 +461,7 @@ def do_delete_offsets(conn: ClusterConnection, group_id: str, topic: str) -> int
     """
 
     def run(admin: KafkaAdminClient) -> int:
-        group = _collect(admin, [group_id], with_time=False)[0]
-        if group.state in ("Dead", "Unknown") and not group.partitions:
-            raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
+        group = _one_group(admin, conn, group_id, with_time=False)
         parts = [
             TopicPartition(p.topic, p.partition)
             for p in group.partitions
