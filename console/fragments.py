@@ -54,8 +54,13 @@ GROUP_LABELS = {
 }
 
 
-def groups_context(cluster: str, params: Mapping[str, str]) -> dict[str, Any]:
-    """Context of ``groups/_table.html``: the listing of groups with their status; raises UnknownCluster,
+# The total lag last pushed for each group of a cluster, to show how it moved since (per console process).
+_last_totals: dict[str, dict[str, int]] = {}
+
+
+def groups_context(cluster: str, params: Mapping[str, str], track: bool = False) -> dict[str, Any]:
+    """Context of ``groups/_table.html``: the listing of groups with their status; with ``track``, each row
+    carries how its total lag moved since the previous tracked render. Raises UnknownCluster,
     InvalidInput (bad list parameters)."""
     conn = get_connection(cluster)
     hide_empty = params.get("hide_empty") == "1"
@@ -71,9 +76,18 @@ def groups_context(cluster: str, params: Mapping[str, str]) -> dict[str, Any]:
             "query_string": "",
         }
     judged = verdicts(cluster, found)
+    previous = _last_totals.get(cluster, {}) if track else {}
     rows: list[dict[str, Any]] = [
-        {"group": g, "verdict": judged[g.group_id]} for g in found if not (hide_empty and g.empty)
+        {
+            "group": g,
+            "verdict": judged[g.group_id],
+            "moved": g.total_lag - previous[g.group_id] if g.group_id in previous else None,
+        }
+        for g in found
+        if not (hide_empty and g.empty)
     ]
+    if track:
+        _last_totals[cluster] = {g.group_id: g.total_lag for g in found}
     listing = make_listing(
         params,
         rows,
@@ -95,7 +109,7 @@ def groups_context(cluster: str, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def render_groups(cluster: str, params: Mapping[str, str]) -> str:
-    return render_to_string("groups/_table.html", groups_context(cluster, params))
+    return render_to_string("groups/_table.html", groups_context(cluster, params, track=True))
 
 
 # The last numbers pushed for each group, to show how they moved since (per console process).

@@ -68,3 +68,29 @@ def test_a_foreign_origin_is_refused(fast_live: None) -> None:
         return connected
 
     assert async_to_sync(scenario)() is False
+
+
+def test_the_live_group_list_shows_how_lag_moved_since_the_last_push(fast_live: None) -> None:
+    from tests.integration.kafka_helpers import create_topic, produce, unique
+    from tests.integration.test_groups import commit
+
+    name = create_topic(unique("live-groups"), partitions=1)
+    produce(name, [(None, b"x")] * 3, partition=0)
+    group = unique("g-live")
+    commit(group, {(name, 0): 0})
+
+    async def scenario() -> tuple[str, str]:
+        ws = communicator(f"/ws/clusters/local/groups/?q={group}")
+        assert (await ws.connect())[0]
+        first = await ws.receive_from(timeout=15)
+        await asyncio.get_running_loop().run_in_executor(None, produce, name, [(None, b"y")] * 4, 0)
+        pushed = ""
+        while 'class="delta up"' not in pushed:
+            pushed = await ws.receive_from(timeout=15)
+        await ws.disconnect()
+        return first, pushed
+
+    first, pushed = async_to_sync(scenario)()
+    assert first.lstrip().startswith('<section id="groups-table">')
+    assert group in first
+    assert 'title="since the last update">+4</span>' in pushed
