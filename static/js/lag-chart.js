@@ -26,7 +26,14 @@
     if (!el || !el.dataset.at) return;
     chart.data.labels.push(new Date(Number(el.dataset.at)).toLocaleTimeString());
     chart.data.datasets[0].data.push(Number(el.dataset.totalLag));
-    for (var i = 1; i < chart.data.datasets.length; i++) chart.data.datasets[i].data.push(null);
+    var now = {};
+    el.querySelectorAll("tr[data-tp]").forEach(function (row) {
+      if (row.dataset.lag !== undefined) now[row.dataset.tp] = Number(row.dataset.lag);
+    });
+    for (var i = 1; i < chart.data.datasets.length; i++) {
+      var label = chart.data.datasets[i].label;
+      chart.data.datasets[i].data.push(label in now ? now[label] : null);
+    }
     chart.update();
     document.getElementById("chart-empty").hidden = true;
   });
