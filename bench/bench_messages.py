@@ -16,7 +16,7 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic, OffsetSpec
 
-from bench.common import BASE_PORT, console_server, summarize_ms, write_result
+from bench.common import BASE_PORT, console_server, ratios, summarize_ms, write_result
 
 TOPIC = "bench-1m"
 PARTITIONS = 6
@@ -108,10 +108,8 @@ def run() -> dict[str, Any]:
         "reference_bare_kafka_python_fetch": bare_s,
         "console_api": api_s,
         "console_page": page_s,
-        "ratio_api_p50_to_bare_p50": round(api_s["p50_ms"] / bare_s["p50_ms"], 2),
-        "ratio_api_p99_to_bare_p99": round(api_s["p99_ms"] / bare_s["p99_ms"], 2),
-        "ratio_page_p50_to_bare_p50": round(page_s["p50_ms"] / bare_s["p50_ms"], 2),
-        "ratio_page_p99_to_bare_p99": round(page_s["p99_ms"] / bare_s["p99_ms"], 2),
+        **ratios("api", api_s, bare_s),
+        **ratios("page", page_s, bare_s),
     }
     write_result("message_page", result)
     return result

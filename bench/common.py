@@ -6,15 +6,14 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from console.devserver import running_console
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -74,46 +73,15 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
 @contextmanager
 def console_server(bootstrap: str) -> Iterator[str]:
     """A real console (Daphne) on a free port showing the cluster at ``bootstrap`` as `local`."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     var = Path(tempfile.mkdtemp(prefix="kazami-bench-"))
-    env = {
-        **os.environ,
-        "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "KAZAMI_VAR_DIR": str(var),
-        "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-    }
-    env.pop("KAZAMI_CLUSTERS_FILE", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
-    log = open(var / "daphne.log", "wb")  # noqa: SIM115 - kept open for the server's lifetime
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/healthz", timeout=2):  # noqa: S310 - loopback
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"console did not start; see {var / 'daphne.log'}") from None
-                time.sleep(0.2)
+    settings = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAZAMI_CLUSTERS_FILE": ""}
+    with running_console(var, settings) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-        log.close()
+
+
+def ratios(name: str, console: dict[str, float], reference: dict[str, float]) -> dict[str, float]:
+    """``ratio_<name>_p50_to_bare_p50`` and the same for p99: console figure over the reference's."""
+    return {
+        f"ratio_{name}_p50_to_bare_p50": round(console["p50_ms"] / reference["p50_ms"], 2),
+        f"ratio_{name}_p99_to_bare_p99": round(console["p99_ms"] / reference["p99_ms"], 2),
+    }

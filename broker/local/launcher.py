@@ -540,7 +540,29 @@ def _all_registered(layout: ClusterLayout, starting: list[int], started_at: floa
     found, controller = registrations(layout)
     fresh = all(b in found and found[b] >= started_at for b in starting)
     registered = fresh and set(found) >= set(layout.broker_ids) and controller is not None
-    return registered and all(broker_answers(layout.broker_port(b)) for b in layout.broker_ids)
+    if not (registered and all(broker_answers(layout.broker_port(b)) for b in layout.broker_ids)):
+        return False
+    return metadata_lists_every_broker(layout)
+
+
+def metadata_lists_every_broker(layout: ClusterLayout) -> bool:
+    """True when the cluster's metadata lists every broker: the controller has taken them all in, so a
+    topic can be created with their full replication factor (registration alone is not enough)."""
+    from kafka import KafkaAdminClient
+
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=layout.bootstrap_servers.split(","), bootstrap_timeout_ms=3000, request_timeout_ms=3000
+        )
+    except Exception:  # noqa: BLE001 - not ready yet; asked again
+        return False
+    try:
+        seen = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+    except Exception:  # noqa: BLE001 - not ready yet; asked again
+        return False
+    finally:
+        admin.close()
+    return seen >= set(layout.broker_ids)
 
 
 def _require_layout(data: str | Path | None) -> ClusterLayout:

@@ -1,0 +1,65 @@
+"""A real console (Daphne in a subprocess) for tests and benchmarks: migrated, healthy, then stopped."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_console(var: Path, settings: dict[str, str]) -> Iterator[str]:
+    """Serve the console on a free loopback port with ``settings`` (environment variables) over the
+    current environment, its database and files in ``var``; yields its base URL. Raises RuntimeError
+    when it does not answer /healthz within 30 s (its log is var/daphne.log)."""
+    env = {
+        **os.environ,
+        "KAZAMI_VAR_DIR": str(var),
+        "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        **settings,
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    port = free_port()
+    log = open(var / "daphne.log", "wb")  # noqa: SIM115 - open for the server's lifetime
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=2):  # noqa: S310 - our own loopback server
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"the console did not start; see {var / 'daphne.log'}") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
