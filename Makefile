@@ -53,6 +53,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	$(PY) -m broker.demo seed
 	$(PY) manage.py migrate --noinput -v 0
 	@echo
+	@$(PY) manage.py local_admin --url http://$(HOST):$(PORT)/
 	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
 	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local down  (or make down)"
 	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."

@@ -74,7 +74,8 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
 def console_server(bootstrap: str) -> Iterator[str]:
     """A real console (Daphne) on a free port showing the cluster at ``bootstrap`` as `local`."""
     var = Path(tempfile.mkdtemp(prefix="kazami-bench-"))
-    settings = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAZAMI_CLUSTERS_FILE": ""}
+    # The benchmarks only read: anonymous reading spares them a login.
+    settings = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAZAMI_CLUSTERS_FILE": "", "KAZAMI_ANONYMOUS_READ": "1"}
     with running_console(var, settings) as url:
         yield url
 

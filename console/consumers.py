@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -18,12 +19,26 @@ from broker import topics
 from broker.errors import KazamiError
 from broker.messages import ScanProgress, Tail
 from console import live
+from console.access import has
 from console.clusters import get_configs, get_connection
 from console.fragments import LIVE_FRAGMENTS
 from console.search import SearchSpec, run_search, search_spec_from
 from console.shown import ShownMessage, decoding_for, show
 
 CLOSE_UNKNOWN = 4404
+CLOSE_LOGIN = 4401  # no session: log in first
+CLOSE_FORBIDDEN = 4403  # logged in without the viewer role
+
+
+async def refusal(scope: dict[str, Any]) -> int | None:
+    """The close code for a websocket whose session may not read the console, or None. (The origin is
+    checked before: console.asgi wraps every consumer in AllowedHostsOriginValidator.)"""
+    user = scope.get("user")
+    if user is None:
+        return CLOSE_LOGIN
+    if await database_sync_to_async(has)(user, "view_console"):
+        return None
+    return CLOSE_FORBIDDEN if user.is_authenticated else CLOSE_LOGIN
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
@@ -35,6 +50,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     subscribed = False
 
     async def connect(self) -> None:
+        if code := await refusal(self.scope):
+            await self.close(code=code)
+            return
         kwargs = self.scope["url_route"]["kwargs"]
         cluster, view = kwargs["cluster"], kwargs["view"]
         if cluster not in get_configs() or view not in LIVE_FRAGMENTS:
@@ -79,8 +97,12 @@ class SearchConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels 
 
     cluster: str
     topic: str
+    cancel: threading.Event | None = None
 
     async def connect(self) -> None:
+        if code := await refusal(self.scope):
+            await self.close(code=code)
+            return
         kwargs = self.scope["url_route"]["kwargs"]
         self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
         self.cancel: threading.Event | None = None
@@ -173,8 +195,13 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
     PUSH_EVERY = 0.5
     ROWS_PER_PUSH = 25
+    tail: Tail | None = None
+    pump: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
+        if code := await refusal(self.scope):
+            await self.close(code=code)
+            return
         kwargs = self.scope["url_route"]["kwargs"]
         self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
         self.paused = False

@@ -22,10 +22,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_console(var: Path, settings: dict[str, str]) -> Iterator[str]:
+def running_console(
+    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None
+) -> Iterator[str]:
     """Serve the console on a free loopback port with ``settings`` (environment variables) over the
-    current environment, its database and files in ``var``; yields its base URL. Raises RuntimeError
-    when it does not answer /healthz within 30 s (its log is var/daphne.log)."""
+    current environment, its database and files in ``var``, with ``users`` (name -> (role, password));
+    yields its base URL. Raises RuntimeError when it does not answer /healthz within 30 s (its log is
+    var/daphne.log)."""
     env = {
         **os.environ,
         "KAZAMI_VAR_DIR": str(var),
@@ -34,6 +37,9 @@ def running_console(var: Path, settings: dict[str, str]) -> Iterator[str]:
         **settings,
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    for name, (role, password) in (users or {}).items():
+        command = [sys.executable, "manage.py", "add_user", name, "--role", role, "--password-stdin"]
+        subprocess.run(command, cwd=REPO, env=env, check=True, input=password + "\n", text=True, capture_output=True)
     port = free_port()
     log = open(var / "daphne.log", "wb")  # noqa: SIM115 - open for the server's lifetime
     server = subprocess.Popen(

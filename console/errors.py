@@ -22,11 +22,14 @@ from broker.errors import (
     UnknownCluster,
 )
 from broker.groups import GroupActive
+from console.access import Forbidden, ReadOnlyCluster, wants_json
 
 log = logging.getLogger(__name__)
 
 # The most specific class wins; KazamiError is a plain bad request.
 STATUS: list[tuple[type[KazamiError], int, str]] = [
+    (Forbidden, 403, "forbidden"),
+    (ReadOnlyCluster, 403, "read_only"),
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
     (AlreadyExists, 409, "already_exists"),
@@ -101,6 +104,14 @@ def handler500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error(500, "internal_error", message)
     return render(request, "errors/error.html", {"status": 500, "message": message}, status=500)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A POST without a valid CSRF token (a form from another site, or a script without the header)."""
+    message = "The request was refused: its CSRF token is missing or wrong. Reload the page and try again."
+    if wants_json(request):
+        return json_error(403, "csrf_failed", message + " API clients send the csrftoken cookie as X-CSRFToken.")
+    return render(request, "errors/error.html", {"status": 403, "message": message}, status=403)
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -156,6 +156,17 @@ class ProduceForm(forms.Form):
             self.add_error("headers", exc)
         return data
 
+    def audit_params(self) -> dict[str, Any]:
+        """What the audit log keeps of a produced message: the key (cut), the value's size, header names."""
+        data = self.cleaned_data
+        key, value = data.get("key_bytes"), data.get("value_bytes")
+        return {
+            "partition": data.get("partition"),
+            "key": None if key is None else key[:100].decode("utf-8", "replace"),
+            "value_bytes": None if value is None else len(value),
+            "headers": [name for name, _ in data.get("header_list", [])],
+        }
+
 
 class SchemaForm(forms.Form):
     part = forms.ChoiceField(choices=[("value", "value"), ("key", "key")])
@@ -229,3 +240,29 @@ class DeleteGroupForm(forms.Form):
 
 class DeleteOffsetsForm(forms.Form):
     topic = forms.CharField(max_length=249)
+
+
+ROLE_CHOICES = [("viewer", "viewer"), ("operator", "operator"), ("admin", "admin")]
+
+
+class NewUserForm(forms.Form):
+    username = forms.RegexField(
+        regex=r"^[\w.@+-]{1,150}$",
+        max_length=150,
+        error_messages={"invalid": "Letters, digits and @ . + - _ only."},
+    )
+    password = forms.CharField(widget=forms.PasswordInput, min_length=8, strip=False)
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial="viewer")
+
+    def clean_username(self) -> str:
+        from django.contrib.auth.models import User
+
+        name: str = self.cleaned_data["username"]
+        if User.objects.filter(username=name).exists():
+            raise forms.ValidationError(f"A user named {name!r} exists already.")
+        return name
+
+
+class UserRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+    active = forms.BooleanField(required=False)

@@ -54,3 +54,49 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"
+
+
+class Access(models.Model):
+    """No table: the console's own permissions, which the roles (Django groups) are made of."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = [
+            ("view_console", "Read every page and the API"),
+            ("produce_messages", "Produce messages"),
+            ("reset_offsets", "Reset consumer group offsets"),
+            ("change_topics", "Create topics, add partitions, change configs, upload schemas"),
+            ("run_analytics", "Run analytics jobs"),
+            ("delete_topics", "Delete topics and records"),
+            ("delete_groups", "Delete consumer groups and their offsets"),
+            ("reassign_partitions", "Reassign partitions"),
+            ("write_zookeeper", "Write to ZooKeeper"),
+            ("manage_users", "Create users and change their roles"),
+        ]
+
+    def __str__(self) -> str:
+        return "console permissions"
+
+
+class AuditEntry(models.Model):
+    """One change someone made or tried to make, and how it ended."""
+
+    DONE, FAILED, REFUSED = "done", "failed", "refused"
+    at = models.DateTimeField(db_index=True)
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    username = models.CharField(max_length=150)  # kept when the user is deleted
+    cluster = models.CharField(max_length=63, blank=True)
+    action = models.CharField(max_length=63)
+    target = models.CharField(max_length=512, blank=True)
+    params = models.JSONField(default=dict)
+    outcome = models.CharField(max_length=8, choices=[(DONE, "done"), (FAILED, "failed"), (REFUSED, "refused")])
+    result = models.TextField(blank=True)
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["cluster", "at"], name="audit_by_cluster_time")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} {self.outcome}"

@@ -82,8 +82,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.access.AccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -100,6 +102,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.navigation.navigation",
+                "console.access.abilities",
             ],
         },
     },
@@ -124,6 +127,22 @@ STATICFILES_DIRS = [
     ("vendor/htmx-ext-ws", _NODE / "htmx-ext-ws" / "dist"),
     ("vendor/chart.js", _NODE / "chart.js" / "dist"),
 ]
+
+# Who may do what (console/access.py): everything needs a login unless anonymous reading is on.
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+CSRF_FAILURE_VIEW = "console.errors.csrf_failure"
+KAZAMI_ANONYMOUS_READ = env_bool("KAZAMI_ANONYMOUS_READ", False)
+# A bearer token Prometheus may use for /metrics instead of a login (empty: login only).
+KAZAMI_METRICS_TOKEN = env_str("KAZAMI_METRICS_TOKEN", "")
+# Behind HTTPS: cookies only over TLS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KAZAMI_SECURE_COOKIES", False)
+SESSION_COOKIE_HTTPONLY = CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 
 # How often live pages are refreshed over the websocket, in seconds.
 KAZAMI_LIVE_INTERVAL = env_float("KAZAMI_LIVE_INTERVAL", 3.0, minimum=0.2)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import api, groups, messages, pages, topics
+from console.views import access, api, groups, messages, pages, topics
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -11,6 +11,12 @@ GROUP = CLUSTER + "groups/<str:group>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
+    # Who may do what
+    path("login/", access.login, name="login"),
+    path("logout/", access.logout, name="logout"),
+    path("audit/", access.audit_log, name="audit-log"),
+    path("users/", access.users, name="users"),
+    path("users/<str:username>/", access.user_change, name="user-change"),
     path(CLUSTER, pages.cluster_overview, name="cluster-overview"),
     # Topics
     path(CLUSTER + "topics/", topics.topic_list, name="topic-list"),
@@ -56,6 +62,7 @@ urlpatterns = [
     path(f"api/{GROUP}reset/", api.group_reset, name="api-group-reset"),
     path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
     path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
+    path("api/audit/", access.audit_api, name="api-audit"),
     path("healthz", api.health, name="health"),
 ]
 

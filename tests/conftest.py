@@ -8,9 +8,11 @@ import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.test import Client
 
 from broker.local import launcher
 
@@ -65,3 +67,32 @@ def clusters_reset() -> Iterator[None]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+def console_user(role: str = "admin", username: str | None = None) -> Any:
+    """A user holding ``role`` (viewer, operator or admin); needs database access."""
+    from django.contrib.auth.models import User
+
+    from console.access import set_role
+
+    user = User.objects.create_user(username or f"test-{role}", password="test-password-1")
+    set_role(user, role)
+    return user
+
+
+def logged_in(role: str = "admin", username: str | None = None) -> Client:
+    """A Django test client logged in as a new user with ``role``."""
+    client = Client()
+    client.force_login(console_user(role, username))
+    return client
+
+
+def websocket_headers(client: Client | None = None) -> list[tuple[bytes, bytes]]:
+    """Headers a browser of the console sends when it opens a websocket: our origin, and the session
+    cookie of ``client`` (a new admin when None)."""
+    client = client or logged_in()
+    return [
+        (b"origin", b"http://127.0.0.1:8888"),
+        (b"host", b"127.0.0.1:8888"),
+        (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+    ]

@@ -15,6 +15,7 @@ from broker.cluster import get_overview
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
 from broker.resets import parse_spec
+from console.access import guard, needs, perform, public
 from console.clusters import get_configs, get_connection
 from console.errors import api_view
 from console.forms import (
@@ -53,6 +54,7 @@ def cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     return get_overview(get_connection(cluster)).as_dict()
 
 
+@public
 @require_GET
 @api_view
 def health(request: HttpRequest) -> dict[str, Any]:
@@ -108,6 +110,7 @@ class FormInvalid(InvalidInput):
 @api_view
 def topic_list(request: HttpRequest, cluster: str) -> Any:
     if request.method == "POST":
+        guard(request, "topic.create", cluster, "")
         return _create_topic(request, cluster)
     rows = topics.get_topics(get_connection(cluster), include_internal=request.GET.get("internal") == "1")
     query = request.GET.get("q", "").lower()
@@ -125,44 +128,80 @@ def _create_topic(request: HttpRequest, cluster: str) -> JsonResponse:
     conn = get_connection(cluster)
     form = _form(CreateTopicForm, request)
     data = form.cleaned_data
-    topics.do_create_topic(conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs())
+    perform(
+        request,
+        "topic.create",
+        cluster,
+        data["name"],
+        {"partitions": data["partitions"], "replication_factor": data["replication_factor"], **form.topic_configs()},
+        lambda: topics.do_create_topic(
+            conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
+        ),
+    )
     return JsonResponse(topics.get_topic(conn, data["name"]).as_dict(), status=201)
 
 
 @require_POST
 @api_view
+@needs("topic.delete")
 def topic_delete(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     _form(DeleteTopicForm, request, topic=topic)
-    topics.do_delete_topic(conn, topic)
+    perform(request, "topic.delete", cluster, topic, {}, lambda: topics.do_delete_topic(conn, topic))
     return {"deleted": topic}
 
 
 @require_POST
 @api_view
+@needs("topic.add_partitions")
 def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(AddPartitionsForm, request)
-    topics.do_add_partitions(conn, topic, form.cleaned_data["total"])
+    total = form.cleaned_data["total"]
+    perform(
+        request,
+        "topic.add_partitions",
+        cluster,
+        topic,
+        {"total": total},
+        lambda: topics.do_add_partitions(conn, topic, total),
+    )
     return {"topic": topic, "partitions": form.cleaned_data["total"]}
 
 
 @require_POST
 @api_view
+@needs("topic.configs")
 def topic_configs(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(ConfigForm, request)
-    topics.do_alter_topic_configs(conn, topic, form.cleaned_data["set_configs"], form.cleaned_data["reset"])
+    chosen, reset = form.cleaned_data["set_configs"], form.cleaned_data["reset"]
+    perform(
+        request,
+        "topic.configs",
+        cluster,
+        topic,
+        {"set": chosen, "reset": reset},
+        lambda: topics.do_alter_topic_configs(conn, topic, chosen, reset),
+    )
     return {"topic": topic, "set": form.cleaned_data["set_configs"], "reset": form.cleaned_data["reset"]}
 
 
 @require_POST
 @api_view
+@needs("topic.delete_records")
 def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(DeleteRecordsForm, request)
     plan = records_plan(conn, topic, form.cleaned_data["partition"], form.cleaned_data["before_offset"])
-    low = topics.do_delete_records(conn, topic, plan)
+    low = perform(
+        request,
+        "topic.delete_records",
+        cluster,
+        topic,
+        {"before_offsets": {str(p): o for p, o in sorted(plan.items())}},
+        lambda: topics.do_delete_records(conn, topic, plan),
+    )
     return {"topic": topic, "start_offsets": {str(p): o for p, o in sorted(low.items())}}
 
 
@@ -242,16 +281,25 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
 
 @require_POST
 @api_view
+@needs("message.produce")
 def produce(request: HttpRequest, cluster: str, topic: str) -> Any:
     form = _form(ProduceForm, request)
     data = form.cleaned_data
-    done = messages.do_produce(
-        get_connection(cluster),
+    done = perform(
+        request,
+        "message.produce",
+        cluster,
         topic,
-        data["key_bytes"],
-        data["value_bytes"],
-        data["header_list"],
-        data.get("partition"),
+        form.audit_params(),
+        lambda: messages.do_produce(
+            get_connection(cluster),
+            topic,
+            data["key_bytes"],
+            data["value_bytes"],
+            data["header_list"],
+            data.get("partition"),
+        ),
+        lambda d: f"written to partition {d.partition} at offset {d.offset}",
     )
     return JsonResponse(
         {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
@@ -302,6 +350,7 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
 
 @require_POST
 @api_view
+@needs("group.reset_offsets")
 def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
     body = _body(request)
     topics_wanted = body.get("topics") or None
@@ -314,7 +363,19 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
         raise InvalidInput("dry_run must be true or false.")
     value = body.get("value")
     spec = parse_spec(str(body.get("strategy", "")), None if value is None else str(value), int(time.time() * 1000))
-    result = groups.do_reset_offsets(get_connection(cluster), group, topics_wanted, spec, dry_run=dry_run)
+    conn = get_connection(cluster)
+    if dry_run:
+        result = groups.do_reset_offsets(conn, group, topics_wanted, spec, dry_run=True)
+    else:
+        result = perform(
+            request,
+            "group.reset_offsets",
+            cluster,
+            group,
+            {"strategy": spec.strategy, "value": value, "topics": topics_wanted or "every consumed topic"},
+            lambda: groups.do_reset_offsets(conn, group, topics_wanted, spec, dry_run=False),
+            lambda r: f"{len(r.planned)} partitions reset",
+        )
     return {
         "group_id": group,
         "dry_run": not result.executed,
@@ -336,16 +397,26 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
 
 @require_POST
 @api_view
+@needs("group.delete")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> Any:
-    groups.do_delete_group(get_connection(cluster), group)
+    perform(request, "group.delete", cluster, group, {}, lambda: groups.do_delete_group(get_connection(cluster), group))
     return {"deleted": group}
 
 
 @require_POST
 @api_view
+@needs("group.delete_offsets")
 def group_delete_offsets(request: HttpRequest, cluster: str, group: str) -> Any:
     topic = _body(request).get("topic")
     if not isinstance(topic, str) or not topic:
         raise InvalidInput("topic is required.")
-    count = groups.do_delete_offsets(get_connection(cluster), group, topic)
+    count = perform(
+        request,
+        "group.delete_offsets",
+        cluster,
+        group,
+        {"topic": topic},
+        lambda: groups.do_delete_offsets(get_connection(cluster), group, topic),
+        lambda n: f"offsets of {n} partitions deleted",
+    )
     return {"group_id": group, "topic": topic, "partitions": count}

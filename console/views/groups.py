@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker import groups
 from broker.errors import InvalidInput, KazamiError
+from console.access import needs, perform, token_allowed
 from console.clusters import get_configs, get_connection
 from console.errors import page_view, status_of
 from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm
@@ -125,6 +126,7 @@ def _label(value: object) -> str:
 STATUS_VALUE = {"OK": 0, "WARN": 1, "ERR": 2}
 
 
+@token_allowed
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text format: lag, lag in time and status per group and partition, for every cluster."""
@@ -166,6 +168,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@needs("group.reset_offsets")
 def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     """Reset offsets: the form; a dry run that shows current and new offsets; then the execution."""
     conn = get_connection(cluster)
@@ -182,10 +185,24 @@ def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     status = 200
     if request.method == "POST" and form.is_valid():
         execute = request.POST.get("execute") == "1"
+        chosen, spec = form.cleaned_data["topics"] or None, form.cleaned_data["spec"]
         try:
-            result = groups.do_reset_offsets(
-                conn, group, form.cleaned_data["topics"] or None, form.cleaned_data["spec"], dry_run=not execute
-            )
+            if execute:
+                result = perform(
+                    request,
+                    "group.reset_offsets",
+                    cluster,
+                    group,
+                    {
+                        "strategy": spec.strategy,
+                        "value": request.POST.get("value"),
+                        "topics": chosen or "every consumed topic",
+                    },
+                    lambda: groups.do_reset_offsets(conn, group, chosen, spec, dry_run=False),
+                    lambda r: f"{len(r.planned)} partitions reset",
+                )
+            else:
+                result = groups.do_reset_offsets(conn, group, chosen, spec, dry_run=True)
         except KazamiError as exc:
             status = status_of(exc)[0]
             if status == 404:
@@ -204,25 +221,36 @@ def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
 
 @require_POST
 @page_view
+@needs("group.delete")
 def delete_group(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = DeleteGroupForm(request.POST, group=group)
     if not form.is_valid():
         messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect("group-reset", cluster=cluster, group=group)
-    groups.do_delete_group(conn, group)
+    perform(request, "group.delete", cluster, group, {}, lambda: groups.do_delete_group(conn, group))
     messages.success(request, f"Group {group} deleted.")
     return redirect("group-list", cluster=cluster)
 
 
 @require_POST
 @page_view
+@needs("group.delete_offsets")
 def delete_offsets(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = DeleteOffsetsForm(request.POST)
     if not form.is_valid():
         raise InvalidInput("topic is required.")
-    count = groups.do_delete_offsets(conn, group, form.cleaned_data["topic"])
+    topic = form.cleaned_data["topic"]
+    count = perform(
+        request,
+        "group.delete_offsets",
+        cluster,
+        group,
+        {"topic": topic},
+        lambda: groups.do_delete_offsets(conn, group, topic),
+        lambda n: f"offsets of {n} partitions deleted",
+    )
     messages.success(
         request, f"Committed offsets of {group} on {form.cleaned_data['topic']} deleted ({count} partitions)."
     )

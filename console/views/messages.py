@@ -16,6 +16,7 @@ from broker import messages, topics
 from broker.decode import DECODINGS, SchemaError, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
 from broker.query import describe_syntax
+from console.access import needs, perform
 from console.clusters import get_connection
 from console.errors import page_view, status_of
 from console.forms import ProduceForm, SchemaForm
@@ -189,6 +190,7 @@ def tail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@needs("message.produce")
 def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     infos = topics.get_topic_partitions(conn, topic)
@@ -199,8 +201,16 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                context["produced"] = messages.do_produce(
-                    conn, topic, data["key_bytes"], data["value_bytes"], data["header_list"], data.get("partition")
+                context["produced"] = perform(
+                    request,
+                    "message.produce",
+                    cluster,
+                    topic,
+                    form.audit_params(),
+                    lambda: messages.do_produce(
+                        conn, topic, data["key_bytes"], data["value_bytes"], data["header_list"], data.get("partition")
+                    ),
+                    lambda d: f"written to partition {d.partition} at offset {d.offset}",
                 )
                 context["form"] = ProduceForm(initial={k: data.get(k) for k in ("key_format", "value_format")})
             except KazamiError as exc:
@@ -213,6 +223,7 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
 
 @require_POST
 @page_view
+@needs("topic.schema")
 def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     get_connection(cluster)
     form = SchemaForm(request.POST)
@@ -222,11 +233,16 @@ def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
         except SchemaError as exc:
             flash.error(request, f"The Avro schema was not saved: {exc}")
         else:
-            TopicSchema.objects.update_or_create(
-                cluster=cluster,
-                topic=topic,
-                part=form.cleaned_data["part"],
-                defaults={"schema": form.cleaned_data["schema"]},
+            part, schema = form.cleaned_data["part"], form.cleaned_data["schema"]
+            perform(
+                request,
+                "topic.schema",
+                cluster,
+                topic,
+                {"part": part, "schema_chars": len(schema)},
+                lambda: TopicSchema.objects.update_or_create(
+                    cluster=cluster, topic=topic, part=part, defaults={"schema": schema}
+                ),
             )
             flash.success(request, f"Avro schema for the {form.cleaned_data['part']}s of {topic} saved.")
     else:

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker import topics
 from broker.errors import AlreadyExists, KafkaRefused, KazamiError
 from broker.topics import TopicSummary
+from console.access import needs, perform
 from console.clusters import get_connection
 from console.errors import page_view, status_of
 from console.forms import AddPartitionsForm, ConfigForm, CreateTopicForm, DeleteRecordsForm, DeleteTopicForm
@@ -67,6 +68,7 @@ def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@needs("topic.create")
 def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = CreateTopicForm(request.POST or None)
@@ -88,8 +90,19 @@ def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                topics.do_create_topic(
-                    conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
+                perform(
+                    request,
+                    "topic.create",
+                    cluster,
+                    data["name"],
+                    {
+                        "partitions": data["partitions"],
+                        "replication_factor": data["replication_factor"],
+                        **form.topic_configs(),
+                    },
+                    lambda: topics.do_create_topic(
+                        conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
+                    ),
                 )
             except (AlreadyExists, KafkaRefused) as exc:
                 form.add_error(None, str(exc))
@@ -149,16 +162,19 @@ def _change(
     action: Any,
     done: str,
     summary: Any,
+    audit: tuple[str, Any],
 ) -> HttpResponse:
     """Validate ``form``; show ``summary(form.cleaned_data)`` for confirmation; then run
-    ``action(form.cleaned_data)``; a refusal goes back onto the form."""
+    ``action(form.cleaned_data)`` as the audited change ``audit`` = (action name, params of the
+    cleaned data); a refusal goes back onto the form."""
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, **{name: form, "open_form": name})
     if not confirmed(request):
         title, lines, danger = summary(form.cleaned_data)
         return confirm_page(request, cluster, title, lines, reverse("topic-detail", args=[cluster, topic]), danger)
     try:
-        action(form.cleaned_data)
+        data = form.cleaned_data
+        perform(request, audit[0], cluster, topic, audit[1](data), lambda: action(data))
     except KazamiError as exc:
         status = status_of(exc)[0]
         if status in (404, 503):
@@ -171,6 +187,7 @@ def _change(
 
 @require_POST
 @page_view
+@needs("topic.add_partitions")
 def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = AddPartitionsForm(request.POST)
@@ -196,11 +213,13 @@ def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Http
         lambda d: topics.do_add_partitions(conn, topic, d["total"]),
         f"Topic {topic} now has {request.POST.get('total')} partitions.",
         summary,
+        ("topic.add_partitions", lambda d: {"total": d["total"]}),
     )
 
 
 @require_POST
 @page_view
+@needs("topic.configs")
 def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = ConfigForm(request.POST)
@@ -218,11 +237,13 @@ def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
             + [f"Reset {k} to the broker's default" for k in d["reset"]],
             False,
         ),
+        ("topic.configs", lambda d: {"set": d["set_configs"], "reset": d["reset"]}),
     )
 
 
 @require_POST
 @page_view
+@needs("topic.delete_records")
 def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = DeleteRecordsForm(request.POST)
@@ -243,7 +264,17 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Http
             )
         return f"Delete records of {topic}?", [*lines, "Deleted records cannot be brought back."], True
 
-    return _change(request, cluster, topic, form, "records_form", delete, "Records deleted.", summary)
+    return _change(
+        request,
+        cluster,
+        topic,
+        form,
+        "records_form",
+        delete,
+        "Records deleted.",
+        summary,
+        ("topic.delete_records", lambda d: {"partition": d["partition"], "before_offset": d["before_offset"]}),
+    )
 
 
 def records_plan(conn: Any, topic: str, partition: int | None, before: int) -> dict[int, int]:
@@ -257,11 +288,12 @@ def records_plan(conn: Any, topic: str, partition: int | None, before: int) -> d
 
 @require_POST
 @page_view
+@needs("topic.delete")
 def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     form = DeleteTopicForm(request.POST, topic=topic)
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, delete_form=form, open_form="delete_form")
-    topics.do_delete_topic(conn, topic)
+    perform(request, "topic.delete", cluster, topic, {}, lambda: topics.do_delete_topic(conn, topic))
     messages.success(request, f"Topic {topic} deleted.")
     return redirect("topic-list", cluster=cluster)

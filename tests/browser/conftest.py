@@ -12,6 +12,8 @@ import pytest
 from broker.local import launcher
 from console.devserver import running_console
 
+ADMIN = ("browser-admin", "admin-password-1")
+VIEWER = ("browser-viewer", "viewer-password-1")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -27,7 +29,8 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def console_url(kafka_cluster: launcher.ClusterLayout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = {"KAZAMI_LIVE_INTERVAL": "0.5", "KAZAMI_LAG_SAMPLER": "1", "KAZAMI_LAG_SAMPLE_INTERVAL": "1"}
-    with running_console(tmp_path_factory.mktemp("console-var"), settings) as url:
+    users = {ADMIN[0]: ("admin", ADMIN[1]), VIEWER[0]: ("viewer", VIEWER[1])}
+    with running_console(tmp_path_factory.mktemp("console-var"), settings, users) as url:
         yield url
 
 
@@ -43,9 +46,30 @@ def browser() -> Iterator[Any]:
         instance.close()
 
 
+def log_in(page: Any, console_url: str, user: tuple[str, str]) -> None:
+    """Through the login form, as a person would."""
+    page.goto(f"{console_url}/login/")
+    page.fill("#id_username", user[0])
+    page.fill("#id_password", user[1])
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+@pytest.fixture(scope="session")
+def admin_state(browser: Any, console_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The cookies of a browser logged in as the admin, shared by every page test."""
+    context = browser.new_context()
+    log_in(context.new_page(), console_url, ADMIN)
+    path = str(tmp_path_factory.mktemp("browser") / "admin-state.json")
+    context.storage_state(path=path)
+    context.close()
+    return path
+
+
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def page(browser: Any, admin_state: str) -> Iterator[Any]:
+    """A page in a browser logged in as the admin."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, storage_state=admin_state)
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))

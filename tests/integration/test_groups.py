@@ -14,7 +14,7 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.local import launcher
-from tests.conftest import BOOTSTRAP
+from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import admin, create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
-    return Client()
+    return logged_in()
 
 
 def commit(group: str, offsets: dict[tuple[str, int], int]) -> None:

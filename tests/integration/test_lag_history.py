@@ -12,6 +12,7 @@ from broker.local import launcher
 from console import sampler
 from console.lag import history_series
 from console.models import LagSample
+from tests.conftest import logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import commit
 
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
-    return Client()
+    return logged_in()
 
 
 def test_only_one_process_holds_the_sampler_lease_until_it_expires() -> None:

@@ -16,7 +16,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import launcher
 from console import sampler
-from tests.conftest import BOOTSTRAP
+from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import api_group, commit, join_and_commit
 
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None, settings) -> Client:
     settings.KAZAMI_LAG_WINDOW = 3
     settings.KAZAMI_LAG_SAMPLE_INTERVAL = 10
-    return Client()
+    return logged_in()
 
 
 def moments(count: int = 3, step: int = 10, first_ago: int = 25) -> Iterator:  # type: ignore[type-arg]

@@ -12,10 +12,11 @@ from channels.testing import WebsocketCommunicator
 from broker.local import launcher
 from console import live
 from console.asgi import application
+from tests.conftest import websocket_headers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
 
-HEADERS = [(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")]
+HEADERS: list[tuple[bytes, bytes]] = []
 
 
 def communicator(path: str) -> Any:
@@ -25,6 +26,7 @@ def communicator(path: str) -> Any:
 @pytest.fixture
 def fast_live(settings: Any, kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> None:
     settings.KAZAMI_LIVE_INTERVAL = 0.3
+    HEADERS[:] = websocket_headers()  # a logged-in admin's browser
 
 
 def test_it_sends_the_overview_at_once_and_again_at_each_poll(fast_live: None) -> None:
@@ -62,7 +64,7 @@ def test_an_unknown_cluster_or_view_is_refused(fast_live: None) -> None:
 def test_a_foreign_origin_is_refused(fast_live: None) -> None:
     async def scenario() -> Any:
         ws = WebsocketCommunicator(
-            application, "/ws/clusters/local/overview/", headers=[(b"origin", b"http://evil.example"), HEADERS[1]]
+            application, "/ws/clusters/local/overview/", headers=[(b"origin", b"http://evil.example"), *HEADERS[1:]]
         )
         connected, _ = await ws.connect()
         return connected

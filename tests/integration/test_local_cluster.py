@@ -18,11 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.test import Client
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 
-from tests.conftest import REPO, TEST_VAR
+from tests.conftest import REPO, TEST_VAR, logged_in
 
 pytestmark = pytest.mark.kafka
 
@@ -148,6 +147,7 @@ def test_status_without_a_cluster_says_how_to_start_one(tmp_path: Path) -> None:
     assert "python -m broker.local up" in result.stderr
 
 
+@pytest.mark.django_db
 def test_the_console_recovers_by_itself_when_the_cluster_returns(
     small_cluster: Path, clusters_reset: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -155,7 +155,7 @@ def test_the_console_recovers_by_itself_when_the_cluster_returns(
     file = tmp_path / "clusters.toml"
     file.write_text(f'[clusters.small]\nbootstrap_servers = ["127.0.0.1:{BASE_PORT}"]\n')
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
-    client = Client()
+    client = logged_in()
     assert client.get("/api/clusters/small/").status_code == 200
     bootstrap = [f"127.0.0.1:{BASE_PORT}"]
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, bootstrap_timeout_ms=10_000)

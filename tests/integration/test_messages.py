@@ -19,16 +19,18 @@ from kafka import KafkaConsumer, TopicPartition
 from broker.local import launcher
 from broker.messages import partition_for_key
 from console.asgi import application
-from tests.conftest import BOOTSTRAP
+from tests.conftest import BOOTSTRAP, logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
-WS_HEADERS = [(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")]
+WS_HEADERS: list[tuple[bytes, bytes]] = []  # a logged-in browser's; set by the client fixture
 
 
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
-    return Client()
+    client = logged_in()
+    WS_HEADERS[:] = websocket_headers(client)
+    return client
 
 
 def page(client: Client, topic: str, partition: int = 0, **params: Any) -> Any:

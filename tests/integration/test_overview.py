@@ -9,7 +9,7 @@ from django.test import Client
 from kafka import KafkaAdminClient
 
 from broker.local import launcher
-from tests.conftest import BASE_PORT, BOOTSTRAP
+from tests.conftest import BASE_PORT, BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
-    return Client()
+    return logged_in()
 
 
 def test_root_leads_to_the_local_cluster(client: Client) -> None:

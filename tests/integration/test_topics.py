@@ -13,7 +13,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from broker import topics
 from broker.local import launcher
 from console.clusters import get_connection
-from tests.conftest import BOOTSTRAP
+from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique, wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
-    return Client()
+    return logged_in()
 
 
 def api_topic(client: Client, name: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from tests.conftest import free_port
+from tests.conftest import free_port, logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def client(clusters_reset: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     file = tmp_path / "clusters.toml"
     file.write_text(f'[clusters.gone]\nbootstrap_servers = ["127.0.0.1:{port}"]\n')
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
-    return Client()
+    return logged_in()
 
 
 def test_the_api_answers_503_within_three_seconds(client: Client) -> None:
