@@ -32,6 +32,8 @@ os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
 # settings may already be loaded when this runs (pytest-django sets Django up early), so both.
 os.environ["KAZAMI_LAG_SAMPLER"] = "0"
 django_settings.KAZAMI_LAG_SAMPLER = False
+# Hashing test passwords the production way (a million PBKDF2 rounds) would cost seconds per test.
+django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def free_port() -> int:
@@ -75,7 +77,8 @@ def console_user(role: str = "admin", username: str | None = None) -> Any:
 
     from console.access import set_role
 
-    user = User.objects.create_user(username or f"test-{role}", password="test-password-1")
+    name = username or f"test-{role}"
+    user = User.objects.filter(username=name).first() or User.objects.create_user(name, password="test-password-1")
     set_role(user, role)
     return user
 

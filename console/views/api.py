@@ -78,9 +78,10 @@ def _body(request: HttpRequest) -> dict[str, Any]:
     return dict(request.POST.items())
 
 
-def _form(form_class: Any, request: HttpRequest, **kwargs: Any) -> Any:
-    """A bound, valid form from the request body; invalid -> a 400 answer with every field's errors."""
-    data = _body(request)
+def _form(form_class: Any, request: HttpRequest, defaults: dict[str, str] | None = None, **kwargs: Any) -> Any:
+    """A bound, valid form from the request body (over ``defaults``); invalid -> a 400 answer with every
+    field's errors."""
+    data = {**(defaults or {}), **_body(request)}
     # Lists and numbers in JSON arrive as they are; forms want text.
     data = {
         k: (
@@ -283,7 +284,8 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
 @api_view
 @needs("message.produce")
 def produce(request: HttpRequest, cluster: str, topic: str) -> Any:
-    form = _form(ProduceForm, request)
+    # A body without formats means text, and no key at all means a null key.
+    form = _form(ProduceForm, request, defaults={"value_format": "text", "key_format": "none"})
     data = form.cleaned_data
     done = perform(
         request,
