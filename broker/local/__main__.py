@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 
 from broker.errors import KazamiError
@@ -23,7 +24,23 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--base-port", type=int, default=9092, help="broker N listens on base-port + N")
     up.add_argument("--data", dest="data_up", default=None, help="data folder")
+    up.add_argument(
+        "--sasl-ssl",
+        action="store_true",
+        help="also a SASL_SSL listener per broker (PLAIN, SCRAM-SHA-256/512, client certificate required), "
+        "with certificates and users generated into the data folder",
+    )
+    up.add_argument(
+        "--sasl-ssl-offset",
+        type=int,
+        default=launcher.DEFAULT_SASL_SSL_OFFSET,
+        help=f"broker N's SASL_SSL port is base-port + N + this (default {launcher.DEFAULT_SASL_SSL_OFFSET})",
+    )
     sub.add_parser("status", help="print what runs now as JSON")
+    env = sub.add_parser(
+        "secure-env", help="print `export` lines pointing the console at the SASL_SSL listener (password included)"
+    )
+    env.add_argument("--mechanism", choices=launcher.SASL_MECHANISMS, default="SCRAM-SHA-512")
     for name in ("stop-broker", "start-broker"):
         cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one broker")
         cmd.add_argument("broker_id", type=int, metavar="N")
@@ -37,9 +54,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             if args.brokers < 1:
                 parser.error("--brokers must be at least 1")
-            launcher.up(data, brokers=args.brokers, zookeeper_port=args.zookeeper_port, base_port=args.base_port)
+            launcher.up(
+                data,
+                brokers=args.brokers,
+                zookeeper_port=args.zookeeper_port,
+                base_port=args.base_port,
+                sasl_ssl_port_offset=args.sasl_ssl_offset if args.sasl_ssl else None,
+            )
         elif args.command == "status":
             print(json.dumps(launcher.status(data), indent=2))
+        elif args.command == "secure-env":
+            for name, value in launcher.secure_env(data, args.mechanism).items():
+                print(f"export {name}={shlex.quote(value)}")
         elif args.command == "stop-broker":
             launcher.stop_broker(args.broker_id, data)
         elif args.command == "start-broker":

@@ -12,12 +12,20 @@ Layout of the data folder (``var/`` by default)::
     zookeeper/                ZooKeeper's data
     kafka-logs-N/             broker N's log.dirs
     logs/zookeeper.out, logs/broker-N.out and the log4j files under logs/
+
+With a secure listener (``up(..., sasl_ssl_port_offset=100)``, ``up --sasl-ssl``) each broker also
+listens for SASL_SSL clients on its port + the offset (brokers still talk to each other in
+PLAINTEXT), and the folder holds::
+
+    certs/                    a throwaway CA, the broker's and a client's certificate (broker/local/certs.py)
+    secrets.json              the generated SASL users and passwords, readable by the owner only
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,12 +36,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from broker.config import ClusterConfig
 from broker.errors import KazamiError
+from broker.local.certs import CertFiles, ensure_certs
 
 HERE = Path(__file__).resolve().parent
 JARS = HERE / "jars"
@@ -45,6 +56,12 @@ BROKER_HEAP = "-Xmx384m -Xms128m"
 ZOOKEEPER_HEAP = "-Xmx128m -Xms64m"
 # Fast JVM start and a small footprint: several brokers share two cores here.
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Djava.awt.headless=true"
+
+# The secure listener's users: one for PLAIN, one with SCRAM-SHA-256 and SCRAM-SHA-512 credentials.
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PLAIN_USER = "kazami-plain"
+SCRAM_USER = "kazami-scram"
+DEFAULT_SASL_SSL_OFFSET = 100
 
 
 class LauncherError(KazamiError):
@@ -60,6 +77,8 @@ class ClusterLayout:
     zookeeper_port: int = 2181
     base_port: int = 9092
     pids: dict[str, int] = field(default_factory=dict)
+    # Each broker's SASL_SSL port is its PLAINTEXT port plus this; None: no secure listener.
+    sasl_ssl_port_offset: int | None = None
 
     @property
     def broker_ids(self) -> list[int]:
@@ -67,6 +86,28 @@ class ClusterLayout:
 
     def broker_port(self, broker_id: int) -> int:
         return self.base_port + broker_id
+
+    @property
+    def secure(self) -> bool:
+        return self.sasl_ssl_port_offset is not None
+
+    def sasl_ssl_port(self, broker_id: int) -> int:
+        """Broker ``broker_id``'s SASL_SSL port; raises LauncherError when the cluster has no secure listener."""
+        if self.sasl_ssl_port_offset is None:
+            raise LauncherError(f"The cluster in {self.data} has no SASL_SSL listener (start it with --sasl-ssl).")
+        return self.broker_port(broker_id) + self.sasl_ssl_port_offset
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.sasl_ssl_port(b)}" for b in self.broker_ids)
+
+    @property
+    def certs(self) -> CertFiles:
+        return CertFiles(self.root / "certs")
+
+    @property
+    def secrets_path(self) -> Path:
+        return self.root / "secrets.json"
 
     @property
     def zookeeper_connect(self) -> str:
@@ -177,15 +218,24 @@ def zookeeper_properties(layout: ClusterLayout) -> str:
     )
 
 
-def broker_properties(layout: ClusterLayout, broker_id: int) -> str:
-    """server-N.properties for one broker, sized for a single small machine."""
+def broker_properties(layout: ClusterLayout, broker_id: int, users: list[SaslUser] | None = None) -> str:
+    """server-N.properties for one broker, sized for a single small machine. With a secure listener,
+    ``users`` are the SASL users (the PLAIN ones are declared in the file itself)."""
     port = layout.broker_port(broker_id)
     replicas = min(3, layout.brokers)
+    listeners = f"PLAINTEXT://127.0.0.1:{port}"
+    if layout.secure:
+        listeners += f",SASL_SSL://127.0.0.1:{layout.sasl_ssl_port(broker_id)}"
+    lines = [
+        f"broker.id={broker_id}",
+        f"listeners={listeners}",
+        f"advertised.listeners={listeners}",
+    ]
+    if layout.secure:
+        lines += secure_listener_properties(layout, users or [])
     return "\n".join(
         [
-            f"broker.id={broker_id}",
-            f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+            *lines,
             f"log.dirs={layout.root / f'kafka-logs-{broker_id}'}",
             f"zookeeper.connect={layout.zookeeper_connect}",
             "zookeeper.connection.timeout.ms=18000",
@@ -212,6 +262,28 @@ def broker_properties(layout: ClusterLayout, broker_id: int) -> str:
     )
 
 
+def secure_listener_properties(layout: ClusterLayout, users: list[SaslUser]) -> list[str]:
+    """The SASL_SSL listener's settings: PEM key and trust stores from ``layout.certs``, client
+    certificates required (KIP-684: only listener-prefixed, so the PLAINTEXT listener is untouched),
+    PLAIN users declared here, SCRAM credentials kept in ZooKeeper."""
+    certs = layout.certs
+    prefix = "listener.name.sasl_ssl"
+    plain = " ".join(f'user_{u.name}="{u.password}"' for u in users if "PLAIN" in u.mechanisms)
+    return [
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "inter.broker.listener.name=PLAINTEXT",
+        f"sasl.enabled.mechanisms={','.join(SASL_MECHANISMS)}",
+        f"{prefix}.ssl.keystore.type=PEM",
+        f"{prefix}.ssl.keystore.location={certs.broker}",
+        f"{prefix}.ssl.truststore.type=PEM",
+        f"{prefix}.ssl.truststore.location={certs.ca}",
+        f"{prefix}.ssl.client.auth=required",
+        f"{prefix}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required {plain};",
+        f"{prefix}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        f"{prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    ]
+
+
 def log4j_properties(log_dir: Path) -> str:
     """One log file per process (``kafka.logs.dir`` is set per process at start)."""
     return "\n".join(
@@ -232,13 +304,157 @@ def log4j_properties(log_dir: Path) -> str:
 
 
 def write_configs(layout: ClusterLayout) -> None:
+    """Write every process's configuration; with a secure listener, first the certificates and users
+    (made once, kept afterwards), and the broker files readable by the owner only (they hold the PLAIN
+    passwords)."""
     config = layout.root / "config"
     config.mkdir(parents=True, exist_ok=True)
     (layout.root / "logs").mkdir(exist_ok=True)
     (config / "zookeeper.properties").write_text(zookeeper_properties(layout))
     (config / "log4j.properties").write_text(log4j_properties(layout.root / "logs"))
+    if not layout.secure:
+        for b in layout.broker_ids:
+            (config / f"server-{b}.properties").write_text(broker_properties(layout, b))
+        return
+    ensure_certs(layout.certs.folder)
+    users = ensure_sasl_users(layout)
     for b in layout.broker_ids:
-        (config / f"server-{b}.properties").write_text(broker_properties(layout, b))
+        _write_private(config / f"server-{b}.properties", broker_properties(layout, b, users))
+
+
+# ---------------------------------------------------------------- the secure listener's users
+
+
+@dataclass(frozen=True)
+class SaslUser:
+    """A user of the secure listener; ``repr`` never shows the password."""
+
+    name: str
+    password: str = field(repr=False)
+    mechanisms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SecureListener:
+    """What a client needs to reach a local cluster's SASL_SSL listener."""
+
+    bootstrap_servers: tuple[str, ...]
+    ca: Path
+    client_cert: Path
+    client_key: Path
+    secrets: Path
+    users: tuple[SaslUser, ...]
+
+    def user_for(self, mechanism: str) -> SaslUser:
+        for user in self.users:
+            if mechanism in user.mechanisms:
+                return user
+        raise LauncherError(f"No user of the secure listener has {mechanism} credentials.")
+
+    def client_config(self, mechanism: str, name: str = "local-secure", **overrides: Any) -> ClusterConfig:
+        """A ClusterConfig for this listener with ``mechanism``'s user, the CA, the client certificate and
+        hostname check on; ``overrides`` replace any field (e.g. a wrong ``sasl_password`` in a test)."""
+        user = self.user_for(mechanism)
+        fields: dict[str, Any] = {
+            "name": name,
+            "bootstrap_servers": self.bootstrap_servers,
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": mechanism,
+            "sasl_username": user.name,
+            "sasl_password": user.password,
+            "ssl_cafile": str(self.ca),
+            "ssl_certfile": str(self.client_cert),
+            "ssl_keyfile": str(self.client_key),
+            "ssl_check_hostname": True,
+        }
+        fields.update(overrides)
+        return ClusterConfig(**fields)
+
+
+def ensure_sasl_users(layout: ClusterLayout) -> list[SaslUser]:
+    """The secure listener's users from ``secrets.json``, generated (random passwords, file mode 0600)
+    the first time."""
+    path = layout.secrets_path
+    if path.exists():
+        raw = json.loads(path.read_text())
+        return [SaslUser(u["name"], u["password"], tuple(u["mechanisms"])) for u in raw["users"]]
+    users = [
+        SaslUser(PLAIN_USER, secrets.token_urlsafe(18), ("PLAIN",)),
+        SaslUser(SCRAM_USER, secrets.token_urlsafe(18), ("SCRAM-SHA-256", "SCRAM-SHA-512")),
+    ]
+    body = {"users": [{"name": u.name, "password": u.password, "mechanisms": list(u.mechanisms)} for u in users]}
+    _write_private(path, json.dumps(body, indent=2) + "\n")
+    return users
+
+
+def secure_listener(layout: ClusterLayout) -> SecureListener:
+    """How to reach ``layout``'s SASL_SSL listener; raises LauncherError when it has none (or was never
+    started, so no users exist yet)."""
+    if not layout.secure:
+        raise LauncherError(f"The cluster in {layout.data} has no SASL_SSL listener (start it with --sasl-ssl).")
+    if not layout.secrets_path.exists():
+        raise LauncherError(f"The cluster in {layout.data} was never started: no users in {layout.secrets_path}.")
+    from broker.connection import keep_out_of_logs
+
+    certs = layout.certs
+    users = tuple(ensure_sasl_users(layout))
+    keep_out_of_logs(*(u.password for u in users))
+    return SecureListener(
+        bootstrap_servers=tuple(layout.sasl_ssl_bootstrap_servers.split(",")),
+        ca=certs.ca,
+        client_cert=certs.client_cert,
+        client_key=certs.client_key,
+        secrets=layout.secrets_path,
+        users=users,
+    )
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable and writable by the owner only from the first byte."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    tmp.replace(path)
+
+
+def _create_scram_credentials(layout: ClusterLayout, users: list[SaslUser]) -> None:
+    """Store the SCRAM users' credentials in the cluster (AlterUserScramCredentials over the PLAINTEXT
+    listener; the broker keeps them in ZooKeeper). Doing it again replaces them with the same password."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import UserScramCredentialUpsertion
+
+    upserts = [
+        UserScramCredentialUpsertion(u.name, mechanism, u.password)
+        for u in users
+        for mechanism in u.mechanisms
+        if mechanism.startswith("SCRAM-")
+    ]
+    admin = KafkaAdminClient(
+        bootstrap_servers=layout.bootstrap_servers.split(","), bootstrap_timeout_ms=10_000, request_timeout_ms=10_000
+    )
+    try:
+        failed = {user: error for user, error in admin.alter_user_scram_credentials(upserts).items() if error}
+    finally:
+        admin.close()
+    if failed:
+        raise LauncherError(f"Kafka refused the SCRAM credentials: {failed}.")
+
+
+def _secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) -> bool:
+    """True when every broker's SASL_SSL listener accepts the SCRAM user (credentials reach each broker
+    through a ZooKeeper notification, a moment after they are stored)."""
+    from kafka import KafkaAdminClient
+
+    for b in layout.broker_ids:
+        config = listener.client_config("SCRAM-SHA-512", bootstrap_servers=(f"127.0.0.1:{layout.sasl_ssl_port(b)}",))
+        try:
+            admin = KafkaAdminClient(bootstrap_timeout_ms=3000, **config.client_options())
+        except Exception:  # noqa: BLE001 - not ready yet; asked again
+            return False
+        admin.close()
+    return True
 
 
 # ---------------------------------------------------------------- processes
@@ -450,12 +666,20 @@ def _clear_stale_registrations(layout: ClusterLayout, broker_ids: list[int]) -> 
 # ---------------------------------------------------------------- commands
 
 
-def _resolve_layout(data: str | Path | None, brokers: int, zookeeper_port: int, base_port: int) -> ClusterLayout:
+def _resolve_layout(
+    data: str | Path | None, brokers: int, zookeeper_port: int, base_port: int, sasl_ssl_port_offset: int | None
+) -> ClusterLayout:
     root = str(Path(data or DEFAULT_DATA).resolve())
     saved = ClusterLayout.load(root)
     if saved is not None:
         return saved
-    return ClusterLayout(data=root, brokers=brokers, zookeeper_port=zookeeper_port, base_port=base_port)
+    return ClusterLayout(
+        data=root,
+        brokers=brokers,
+        zookeeper_port=zookeeper_port,
+        base_port=base_port,
+        sasl_ssl_port_offset=sasl_ssl_port_offset,
+    )
 
 
 def up(
@@ -465,14 +689,25 @@ def up(
     base_port: int = 9092,
     echo: Callable[[str], None] = print,
     timeout: float = 180,
+    sasl_ssl_port_offset: int | None = None,
 ) -> ClusterLayout:
     """Start ZooKeeper and every broker that is not already running, then wait until all are
-    registered and a controller is elected. Returns the layout; raises LauncherError."""
-    layout = _resolve_layout(data, brokers, zookeeper_port, base_port)
+    registered and a controller is elected. With ``sasl_ssl_port_offset``, each broker also gets a
+    SASL_SSL listener on its port + the offset, with generated certificates and users, and ``up``
+    waits until that listener accepts them. Returns the layout; raises LauncherError."""
+    layout = _resolve_layout(data, brokers, zookeeper_port, base_port, sasl_ssl_port_offset)
     if (layout.brokers, layout.zookeeper_port, layout.base_port) != (brokers, zookeeper_port, base_port):
         echo(
             f"Note: {layout.data} already holds a cluster of {layout.brokers} brokers on ports "
             f"{layout.base_port}+ (ZooKeeper {layout.zookeeper_port}); using it as it is."
+        )
+    elif layout.sasl_ssl_port_offset != sasl_ssl_port_offset:
+        has = "a" if layout.secure else "no"
+        echo(f"Note: {layout.data} already holds a cluster with {has} SASL_SSL listener; using it as it is.")
+    if layout.sasl_ssl_port_offset is not None and layout.sasl_ssl_port_offset < layout.brokers:
+        raise LauncherError(
+            f"The SASL_SSL port offset ({layout.sasl_ssl_port_offset}) must be at least the number of brokers "
+            f"({layout.brokers}), or the ports of two brokers' listeners would be the same."
         )
     check_java()
     fetch_jars(echo)
@@ -487,7 +722,7 @@ def up(
 
     # Ports we are about to bind must be free (ours are running, so they are skipped).
     wanted = [] if zk_alive else [layout.zookeeper_port]
-    wanted += [layout.broker_port(b) for b, alive in brokers_alive.items() if not alive]
+    wanted += [port for b, alive in brokers_alive.items() if not alive for port in _broker_ports(layout, b)]
     for port in wanted:
         if port_in_use(port):
             raise LauncherError(
@@ -524,12 +759,41 @@ def up(
         "every broker to register and a controller to be elected",
         layout,
     )
+    if layout.secure:
+        listener = secure_listener(layout)
+        _create_scram_credentials(layout, list(listener.users))
+        _wait(
+            lambda: _secure_listener_accepts(layout, listener),
+            60,
+            "the SASL_SSL listeners to accept the generated users",
+            layout,
+        )
     for b in layout.broker_ids:
         echo(f"Broker {b}     127.0.0.1:{layout.broker_port(b)}  pid {layout.pids[f'broker-{b}']}")
     _, controller = registered_brokers(layout)
     echo(f"Controller   broker {controller}")
+    if layout.secure:
+        _echo_secure(layout, echo)
     echo(f"Data and logs in {layout.data}")
     return layout
+
+
+def _broker_ports(layout: ClusterLayout, broker_id: int) -> list[int]:
+    ports = [layout.broker_port(broker_id)]
+    if layout.secure:
+        ports.append(layout.sasl_ssl_port(broker_id))
+    return ports
+
+
+def _echo_secure(layout: ClusterLayout, echo: Callable[[str], None]) -> None:
+    """Where the secure listener is and where its secrets are, never the secrets themselves."""
+    listener = secure_listener(layout)
+    echo(f"SASL_SSL     {layout.sasl_ssl_bootstrap_servers}  (client certificate required, inter-broker PLAINTEXT)")
+    for user in listener.users:
+        echo(f"  user {user.name}: {', '.join(user.mechanisms)}")
+    echo(f"  CA {listener.ca}, client {listener.client_cert} + {listener.client_key.name}")
+    echo(f"  passwords in {listener.secrets} (readable by you only); `python -m broker.local secure-env` prints")
+    echo("  the console's KAFKA_* settings for it")
 
 
 def _all_registered(layout: ClusterLayout, starting: list[int], started_at: float) -> bool:
@@ -577,7 +841,7 @@ def status(data: str | Path | None = None) -> dict[str, object]:
     layout = _require_layout(data)
     ids, controller = registered_brokers(layout)
     zk_pid = layout.pids.get("zookeeper")
-    return {
+    found: dict[str, object] = {
         "data": layout.data,
         "zookeeper": {"address": layout.zookeeper_connect, "pid": zk_pid, "alive": pid_alive(zk_pid)},
         "bootstrap_servers": layout.bootstrap_servers,
@@ -592,6 +856,35 @@ def status(data: str | Path | None = None) -> dict[str, object]:
             for b in layout.broker_ids
         ],
         "controller": controller,
+    }
+    if layout.secure:
+        certs = layout.certs
+        found["sasl_ssl"] = {
+            "bootstrap_servers": layout.sasl_ssl_bootstrap_servers,
+            "ca": str(certs.ca),
+            "client_cert": str(certs.client_cert),
+            "client_key": str(certs.client_key),
+            "secrets": str(layout.secrets_path),
+        }
+    return found
+
+
+def secure_env(data: str | Path | None = None, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
+    """The console's environment variables for the cluster's SASL_SSL listener with ``mechanism``'s user,
+    password included (for ``eval "$(python -m broker.local secure-env)"``). Raises LauncherError."""
+    layout = _require_layout(data)
+    listener = secure_listener(layout)
+    user = listener.user_for(mechanism)
+    return {
+        "KAFKA_BOOTSTRAP_SERVERS": layout.sasl_ssl_bootstrap_servers,
+        "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KAFKA_SASL_MECHANISM": mechanism,
+        "KAFKA_SASL_USERNAME": user.name,
+        "KAFKA_SASL_PASSWORD": user.password,
+        "KAFKA_SSL_CAFILE": str(listener.ca),
+        "KAFKA_SSL_CERTFILE": str(listener.client_cert),
+        "KAFKA_SSL_KEYFILE": str(listener.client_key),
+        "ZOOKEEPER_CONNECT": layout.zookeeper_connect,
     }
 
 
@@ -624,8 +917,9 @@ def start_broker(
     if not pid_alive(layout.pids.get("zookeeper")):
         raise LauncherError("ZooKeeper is not running: start the whole cluster with `python -m broker.local up`.")
     port = layout.broker_port(broker_id)
-    if port_in_use(port):
-        raise LauncherError(f"Port {port} on 127.0.0.1 is already in use by another program.")
+    for taken in _broker_ports(layout, broker_id):
+        if port_in_use(taken):
+            raise LauncherError(f"Port {taken} on 127.0.0.1 is already in use by another program.")
     write_configs(layout)
     _clear_stale_registrations(layout, [broker_id])
     started_at = time.time() - 1.0

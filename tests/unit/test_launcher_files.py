@@ -103,3 +103,71 @@ def test_a_listener_that_does_not_speak_kafka_is_not_a_ready_broker() -> None:
         threading.Thread(target=accept_and_stay_silent, daemon=True).start()
         assert launcher.broker_answers(port, timeout=0.5) is False
     assert launcher.broker_answers(port, timeout=0.5) is False
+
+
+def test_a_secure_layout_adds_a_sasl_ssl_listener_that_requires_client_certificates(tmp_path: Path) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), brokers=2, base_port=9300, sasl_ssl_port_offset=100)
+    users = [
+        launcher.SaslUser("plain-user", "pw-plain", ("PLAIN",)),
+        launcher.SaslUser("scram-user", "pw-scram", ("SCRAM-SHA-256", "SCRAM-SHA-512")),
+    ]
+    p = props(launcher.broker_properties(layout, 1, users))
+    assert p["listeners"] == "PLAINTEXT://127.0.0.1:9301,SASL_SSL://127.0.0.1:9401"
+    assert p["advertised.listeners"] == p["listeners"]
+    assert p["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL"
+    assert p["inter.broker.listener.name"] == "PLAINTEXT"
+    assert p["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert p["listener.name.sasl_ssl.ssl.client.auth"] == "required"
+    assert p["listener.name.sasl_ssl.ssl.keystore.type"] == "PEM"
+    assert p["listener.name.sasl_ssl.ssl.keystore.location"] == str(tmp_path / "certs" / "broker.pem")
+    assert p["listener.name.sasl_ssl.ssl.truststore.location"] == str(tmp_path / "certs" / "ca.pem")
+    # PLAIN users live in the file; SCRAM users in ZooKeeper, so their passwords are not here.
+    assert 'user_plain-user="pw-plain"' in p["listener.name.sasl_ssl.plain.sasl.jaas.config"]
+    assert "pw-scram" not in launcher.broker_properties(layout, 1, users)
+    assert p["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"].startswith(
+        "org.apache.kafka.common.security.scram.ScramLoginModule required"
+    )
+    assert layout.sasl_ssl_bootstrap_servers == "127.0.0.1:9400,127.0.0.1:9401"
+
+
+def test_the_default_layout_has_no_secure_settings(tmp_path: Path) -> None:
+    text = launcher.broker_properties(launcher.ClusterLayout(data=str(tmp_path)), 0)
+    assert "SASL" not in text
+    assert "ssl." not in text
+    with pytest.raises(launcher.LauncherError, match="no SASL_SSL listener"):
+        launcher.ClusterLayout(data=str(tmp_path)).sasl_ssl_port(0)
+
+
+def test_a_layout_saved_before_secure_listeners_existed_still_loads(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "cluster.json").write_text(
+        json.dumps({"data": str(tmp_path), "brokers": 1, "zookeeper_port": 2300, "base_port": 9300, "pids": {}})
+    )
+    loaded = launcher.ClusterLayout.load(tmp_path)
+    assert loaded is not None
+    assert loaded.secure is False
+
+
+def test_secure_configs_keep_their_secrets_private_and_stable(tmp_path: Path) -> None:
+    layout = launcher.ClusterLayout(data=str(tmp_path), brokers=1, sasl_ssl_port_offset=100)
+    launcher.write_configs(layout)
+    listener = launcher.secure_listener(layout)
+    for private in (layout.secrets_path, tmp_path / "config" / "server-0.properties", listener.client_key):
+        assert private.stat().st_mode & 0o777 == 0o600, private
+    assert {u.name for u in listener.users} == {launcher.PLAIN_USER, launcher.SCRAM_USER}
+    assert all(u.password not in repr(u) for u in listener.users)
+    launcher.write_configs(layout)  # a later `up` keeps the users and their passwords
+    assert launcher.secure_listener(layout).users == listener.users
+    layout.save()
+    env = launcher.secure_env(tmp_path, "PLAIN")
+    assert env["KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert env["KAFKA_SASL_USERNAME"] == launcher.PLAIN_USER
+    assert env["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:9192"
+    assert Path(env["KAFKA_SSL_CAFILE"]).is_file()
+
+
+def test_a_sasl_ssl_offset_that_overlaps_the_brokers_ports_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(launcher.LauncherError, match="at least the number of brokers"):
+        launcher.up(tmp_path, brokers=3, sasl_ssl_port_offset=2, echo=lambda _: None)
+    assert not (tmp_path / "cluster.json").exists()
