@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from broker.errors import ConfigError
@@ -16,7 +19,7 @@ HOST_PORT = re.compile(r"^[^\s:,]+:\d{1,5}$")
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    """One cluster the console can show. ``repr`` never shows the SASL password."""
+    """One cluster the console can show. ``repr`` never shows the SASL password or the key password."""
 
     name: str
     bootstrap_servers: tuple[str, ...]
@@ -28,6 +31,8 @@ class ClusterConfig:
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    # Password of an encrypted client key (ssl_keyfile).
+    ssl_password: str | None = field(default=None, repr=False)
     ssl_check_hostname: bool = True
     read_only: bool = False
     # Seconds any one Kafka call may take before the cluster counts as unavailable.
@@ -50,6 +55,8 @@ class ClusterConfig:
                 ssl_keyfile=self.ssl_keyfile,
                 ssl_check_hostname=self.ssl_check_hostname,
             )
+            if self.ssl_password is not None:
+                opts["ssl_password"] = self.ssl_password
         if self.security_protocol.startswith("SASL_"):
             opts.update(
                 sasl_mechanism=self.sasl_mechanism,
@@ -57,6 +64,108 @@ class ClusterConfig:
                 sasl_plain_password=self.sasl_password,
             )
         return opts
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values of this config (to keep out of logs)."""
+        return tuple(s for s in (self.sasl_password, self.ssl_password) if s)
+
+
+# How each TLS setting is named in messages, unless the caller names them its own way (the console
+# names its environment variables or the TOML keys).
+FIELD_LABELS = {
+    "ssl_cafile": "ssl_cafile",
+    "ssl_certfile": "ssl_certfile",
+    "ssl_keyfile": "ssl_keyfile",
+    "ssl_password": "ssl_password",
+}
+
+
+def ssl_context(config: ClusterConfig, labels: Mapping[str, str] | None = None) -> ssl.SSLContext | None:
+    """The TLS context of ``config``'s clients (None without TLS): its CA file (else the system's CAs),
+    its client certificate and key, the hostname check, TLS 1.2 or newer.
+
+    Never prompts for a key password (an encrypted key without one fails). Raises ConfigError naming
+    the setting at fault by ``labels`` (field name to the name the user knows) and the file's path,
+    never the file's content.
+    """
+    if not config.uses_tls:
+        return None
+    names = {**FIELD_LABELS, **(labels or {})}
+    check_tls_files(config, names)
+    where = f"cluster {config.name!r}"
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = config.ssl_check_hostname
+    if config.ssl_cafile:
+        try:
+            context.load_verify_locations(cafile=config.ssl_cafile)
+        except (ssl.SSLError, ValueError):
+            raise ConfigError(
+                f"{where}: {names['ssl_cafile']} ({_shown(config.ssl_cafile)}) holds no PEM certificate."
+            ) from None
+    else:
+        context.load_default_certs()
+    if config.ssl_certfile:
+        password = (config.ssl_password or "").encode()
+        try:
+            context.load_cert_chain(config.ssl_certfile, config.ssl_keyfile or None, password=lambda: password)
+        except ssl.SSLError:
+            raise ConfigError(f"{where}: {_key_problem(config, names)}") from None
+    return context
+
+
+def check_tls_files(config: ClusterConfig, labels: Mapping[str, str] | None = None) -> None:
+    """Raise ConfigError when a TLS file ``config`` names is missing or unreadable, or a key comes without
+    a certificate; the message names the setting by ``labels`` and shows the path, never the content."""
+    if not config.uses_tls:
+        return
+    names = {**FIELD_LABELS, **(labels or {})}
+    where = f"cluster {config.name!r}"
+    for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        value = getattr(config, name)
+        if not value:
+            continue
+        path = Path(value)
+        if not path.is_file():
+            raise ConfigError(f"{where}: {names[name]} names {_shown(value)}, which is not a file.")
+        try:
+            with path.open("rb") as f:
+                f.read(1)
+        except OSError as exc:
+            raise ConfigError(f"{where}: {names[name]} ({_shown(value)}) cannot be read: {exc.strerror}.") from None
+    if config.ssl_keyfile and not config.ssl_certfile:
+        raise ConfigError(f"{where}: {names['ssl_keyfile']} is set but {names['ssl_certfile']} is not.")
+
+
+def _key_problem(config: ClusterConfig, names: Mapping[str, str]) -> str:
+    """Why the client certificate and key did not load, from what the key file says of itself."""
+    key_file = config.ssl_keyfile or config.ssl_certfile or ""
+    try:
+        head = Path(key_file).read_text(errors="replace")
+    except OSError:
+        head = ""
+    encrypted = "ENCRYPTED" in head
+    key_name = names["ssl_keyfile"] if config.ssl_keyfile else names["ssl_certfile"]
+    if encrypted and not config.ssl_password:
+        return f"the key in {key_name} ({_shown(key_file)}) is encrypted; give its password ({names['ssl_password']})."
+    if encrypted:
+        return f"the password {names['ssl_password']} does not open the key in {key_name} ({_shown(key_file)})."
+    return (
+        f"{names['ssl_certfile']} ({_shown(config.ssl_certfile or '')}) and {key_name} ({_shown(key_file)}) are not "
+        "a PEM certificate with its matching private key."
+    )
+
+
+def _shown(value: str) -> str:
+    """A path as it can be shown; a value that is plainly not a path (a pasted key?) is not echoed."""
+    if "\n" in value or "-----" in value or len(value) > 400:
+        return "a value that is not a file path"
+    return value
 
 
 def check_cluster_config(config: ClusterConfig) -> None:

@@ -11,21 +11,70 @@ from __future__ import annotations
 
 import logging
 import queue
+import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import kafka.errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
-from broker.config import ClusterConfig
-from broker.errors import ClusterUnavailable
+from broker.config import ClusterConfig, ssl_context
+from broker.diagnose import diagnose_refusal
+from broker.errors import ClusterAuthFailed, ClusterUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Errors kafka-python raises when a broker refuses our credentials outright.
+_REFUSED = (
+    kafka.errors.SaslAuthenticationFailedError,
+    kafka.errors.UnsupportedSaslMechanismError,
+    kafka.errors.IllegalSaslStateError,
+)
+# How long the hand-made TLS/SASL check after a failed bootstrap may take (it answers in milliseconds
+# when the broker is there; this bounds a broker that accepts connections and says nothing).
+_DIAGNOSE_SECONDS = 0.5
+
+
+class _RedactSecrets(logging.Filter):
+    """Replaces registered secrets in records of kafka-python's loggers: at DEBUG they print whole
+    requests (a PLAIN SaslAuthenticate request carries the password) and the admin client's settings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: set[str] = set()
+
+    def add(self, secret: str) -> None:
+        # As text, and as it shows inside the repr of bytes.
+        self._secrets.update({secret, repr(secret.encode())[2:-1]})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._secrets:
+            return True
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot format is left to logging
+            return True
+        found = [s for s in self._secrets if s and s in text]
+        if found:
+            for secret in sorted(found, key=len, reverse=True):
+                text = text.replace(secret, "***")
+            record.msg, record.args = text, ()
+        return True
+
+
+_redact = _RedactSecrets()
+# A logger's filters see only its own records, so each of kafka-python's loggers gets it: those known to
+# print requests or settings (created now if their module loads later), and every one loaded already.
+_KAFKA_LOGGERS = {"kafka.admin.client", "kafka.protocol.parser", "kafka.net.connection", "kafka.net.manager"}
+_KAFKA_LOGGERS.update(name for name in logging.root.manager.loggerDict if name.startswith("kafka."))
+for _name in sorted(_KAFKA_LOGGERS):
+    logging.getLogger(_name).addFilter(_redact)
 
 # Errors that mean "the cluster did not answer" rather than "the request was wrong".
 _UNREACHABLE = (
@@ -38,12 +87,24 @@ _UNREACHABLE = (
 )
 
 
+def keep_out_of_logs(*secrets: str) -> None:
+    """Have kafka-python's log records show ``***`` instead of any of ``secrets`` from now on."""
+    for secret in secrets:
+        if secret:
+            _redact.add(secret)
+
+
 class ClusterConnection:
     """Admin access to one cluster, shared by every request of the process."""
 
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
+        keep_out_of_logs(*config.secrets)
         self._lock = threading.Lock()
+        self._tls: ssl.SSLContext | None = None
+        # The last refusal of our credentials: until a new check passes, calls fail at once with it
+        # instead of waiting out a bootstrap that cannot succeed.
+        self._refused: ClusterAuthFailed | None = None
         self._admin: KafkaAdminClient | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"kafka-{config.name}")
         # Brokers seen alive before, by id: a broker that stops is still listed (as down).
@@ -52,15 +113,37 @@ class ClusterConnection:
         self._consumers: queue.LifoQueue[KafkaConsumer] = queue.LifoQueue(maxsize=4)
         self._producer: KafkaProducer | None = None
 
+    def _options(self) -> dict[str, Any]:
+        """The config's client options with the TLS context built once (the files are read once, and a
+        key password is never prompted for). Raises ConfigError when the TLS files do not load."""
+        options = self.config.client_options()
+        if self.config.uses_tls:
+            if self._tls is None:
+                self._tls = ssl_context(self.config)
+            options["ssl_context"] = self._tls
+        return options
+
+    def _check_refusal(self) -> None:
+        """After a refusal, ask again by hand (quick) before building a client; raises ClusterAuthFailed
+        while the cluster still refuses."""
+        refused = self._refused
+        if refused is None:
+            return
+        reason = diagnose_refusal(self.config, self._tls, _DIAGNOSE_SECONDS)
+        if reason is not None:
+            raise ClusterAuthFailed(self._auth_message(reason)) from None
+        self._refused = None
+
     def _client(self) -> KafkaAdminClient:
         with self._lock:
             if self._admin is None:
+                self._check_refusal()
                 timeout_ms = int(self.config.timeout * 1000)
                 self._admin = KafkaAdminClient(
                     client_id=f"kazami-{self.config.name}",
                     bootstrap_timeout_ms=timeout_ms,
                     reconnect_backoff_max_ms=1000,
-                    **self.config.client_options(),
+                    **self._options(),
                 )
             return self._admin
 
@@ -76,7 +159,9 @@ class ClusterConnection:
         time-outs of the cluster (each request is also bounded by the client's own time-out).
 
         Raises ClusterUnavailable when the cluster cannot be reached or does not answer
-        in time; other Kafka errors pass through for the caller to map.
+        in time, ClusterAuthFailed (a ClusterUnavailable) when it refuses our TLS certificate or SASL
+        credentials, ConfigError when the TLS files do not load; other Kafka errors pass through for
+        the caller to map.
         """
         deadline = self.config.timeout * requests + 0.3
         future = self._pool.submit(lambda: fn(self._client()))
@@ -88,12 +173,35 @@ class ClusterConnection:
                 f"Cluster {self.config.name!r} did not answer the {what} within {deadline:.1f} s "
                 f"({', '.join(self.config.bootstrap_servers)})."
             ) from None
-        except _UNREACHABLE as exc:
+        except (*_UNREACHABLE, *_REFUSED) as exc:
             self.reset()
-            raise ClusterUnavailable(
-                f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
-                f"{_describe(exc)}."
-            ) from None
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: BaseException) -> ClusterUnavailable:
+        """The error to raise for a client that could not connect: ClusterAuthFailed when the cluster
+        refuses our credentials (kafka-python says so for some refusals; for the others a quick check by
+        hand finds out), ClusterUnavailable otherwise."""
+        reason: str | None = None
+        if self.config.security_protocol != "PLAINTEXT":
+            started = time.monotonic()
+            reason = diagnose_refusal(self.config, self._tls, _DIAGNOSE_SECONDS)
+            log.debug("refusal check of cluster %s took %.3f s", self.config.name, time.monotonic() - started)
+        if reason is None and isinstance(exc, _REFUSED):
+            mechanism = self.config.sasl_mechanism
+            reason = f"SASL authentication failed for user {self.config.sasl_username!r} ({mechanism})"
+        if reason is not None:
+            self._refused = ClusterAuthFailed(self._auth_message(reason))
+            return self._refused
+        return ClusterUnavailable(
+            f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
+            f"{_describe(exc)}."
+        )
+
+    def _auth_message(self, reason: str) -> str:
+        text = f"Cluster {self.config.name!r}: {reason}"
+        for secret in self.config.secrets:
+            text = text.replace(secret, "***")
+        return text
 
     @contextmanager
     def consumer(self) -> Iterator[KafkaConsumer]:
@@ -118,6 +226,7 @@ class ClusterConnection:
             _close_quietly(consumer)
 
     def _new_consumer(self) -> KafkaConsumer:
+        self._check_refusal()
         try:
             return KafkaConsumer(
                 client_id=f"kazami-{self.config.name}-reader",
@@ -127,21 +236,20 @@ class ClusterConnection:
                 fetch_max_wait_ms=100,
                 max_partition_fetch_bytes=1024 * 1024,
                 reconnect_backoff_max_ms=1000,
-                **self.config.client_options(),
+                **self._options(),
             )
-        except _UNREACHABLE as exc:
-            raise ClusterUnavailable(
-                f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
-                f"{_describe(exc)}."
-            ) from None
+        except (*_UNREACHABLE, *_REFUSED) as exc:
+            raise self._failure(exc) from None
 
     def producer(self) -> KafkaProducer:
         """The cluster's shared producer (thread-safe, acks=all, idempotent where the broker allows).
 
-        Raises ClusterUnavailable when it cannot bootstrap in time.
+        Raises ClusterUnavailable when it cannot bootstrap in time, ClusterAuthFailed when the
+        cluster refuses our credentials.
         """
         with self._lock:
             if self._producer is None:
+                self._check_refusal()
                 try:
                     self._producer = KafkaProducer(
                         client_id=f"kazami-{self.config.name}-producer",
@@ -149,13 +257,10 @@ class ClusterConnection:
                         bootstrap_timeout_ms=int(self.config.timeout * 1000),
                         max_block_ms=int(self.config.timeout * 1000),
                         linger_ms=0,
-                        **self.config.client_options(),
+                        **self._options(),
                     )
-                except _UNREACHABLE as exc:
-                    raise ClusterUnavailable(
-                        f"Cannot reach cluster {self.config.name!r} at {', '.join(self.config.bootstrap_servers)}: "
-                        f"{_describe(exc)}."
-                    ) from None
+                except (*_UNREACHABLE, *_REFUSED) as exc:
+                    raise self._failure(exc) from None
             return self._producer
 
     def drop_producer(self) -> None:

@@ -11,6 +11,12 @@ class ClusterUnavailable(KazamiError):
     """The cluster could not be reached (or did not answer) within the time-out."""
 
 
+class ClusterAuthFailed(ClusterUnavailable):
+    """TLS or SASL with the cluster failed: it refused the console's certificate or credentials, or the
+    console refused its certificate. The message says which and never holds a secret. A
+    ClusterUnavailable, so every page treats it as a cluster it cannot use."""
+
+
 class UnknownCluster(KazamiError):
     """No cluster of that name is configured."""
 

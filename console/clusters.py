@@ -4,8 +4,10 @@ The default cluster comes from ``KAFKA_BOOTSTRAP_SERVERS`` / ``ZOOKEEPER_CONNECT
 ``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*`` and ``KAFKA_SSL_*`` variables, and is called
 ``KAZAMI_CLUSTER_NAME`` (``local`` by default, the embedded cluster). More clusters come
 from ``KAZAMI_CLUSTERS_FILE``, a TOML file with one ``[clusters.<name>]`` table each; a
-password there is read from the environment variable its ``sasl_password_env`` names, so
-the file itself holds no secret.
+password there is read from the environment variable its ``sasl_password_env`` (or, for an
+encrypted client key, ``ssl_key_password_env``) names, so the file itself holds no secret.
+The TLS files each cluster names are checked when the configuration is loaded; an error names
+the variable or key, never a secret or a file's content.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from broker.config import ClusterConfig, split_servers
+from broker.config import ClusterConfig, split_servers, ssl_context
 from broker.connection import ClusterConnection
 from broker.errors import ConfigError, UnknownCluster
 from console.env import env_bool, env_float, env_str
@@ -24,6 +26,14 @@ from console.env import env_bool, env_float, env_str
 _lock = threading.Lock()
 _connections: dict[str, ClusterConnection] = {}
 _configs: dict[str, ClusterConfig] | None = None
+
+# How the default cluster's TLS settings are named in error messages.
+ENV_LABELS = {
+    "ssl_cafile": "KAFKA_SSL_CAFILE",
+    "ssl_certfile": "KAFKA_SSL_CERTFILE",
+    "ssl_keyfile": "KAFKA_SSL_KEYFILE",
+    "ssl_password": "KAFKA_SSL_KEY_PASSWORD",
+}
 
 
 def default_cluster_from_env() -> ClusterConfig:
@@ -40,6 +50,7 @@ def default_cluster_from_env() -> ClusterConfig:
         ssl_cafile=os.environ.get("KAFKA_SSL_CAFILE"),
         ssl_certfile=os.environ.get("KAFKA_SSL_CERTFILE"),
         ssl_keyfile=os.environ.get("KAFKA_SSL_KEYFILE"),
+        ssl_password=os.environ.get("KAFKA_SSL_KEY_PASSWORD"),
         ssl_check_hostname=env_bool("KAFKA_SSL_CHECK_HOSTNAME", True),
         read_only=env_bool("KAZAMI_READ_ONLY", False),
         timeout=env_float("KAZAMI_KAFKA_TIMEOUT", 2.5, minimum=0.1),
@@ -63,10 +74,8 @@ def clusters_from_file(path: Path, timeout: float) -> list[ClusterConfig]:
 def _cluster_from_table(name: str, table: Any, path: Path, timeout: float) -> ClusterConfig:
     if not isinstance(table, dict) or "bootstrap_servers" not in table:
         raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: [clusters.{name}] needs bootstrap_servers.")
-    password_env = table.get("sasl_password_env")
-    password = os.environ.get(password_env) if password_env else None
-    if password_env and password is None:
-        raise ConfigError(f"cluster {name!r}: environment variable {password_env} (sasl_password_env) is not set.")
+    password = _secret_from_env(name, table, "sasl_password_env")
+    key_password = _secret_from_env(name, table, "ssl_key_password_env")
     servers = table["bootstrap_servers"]
     return ClusterConfig(
         name=name,
@@ -79,21 +88,46 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float) -> Cl
         ssl_cafile=table.get("ssl_cafile"),
         ssl_certfile=table.get("ssl_certfile"),
         ssl_keyfile=table.get("ssl_keyfile"),
+        ssl_password=key_password,
         ssl_check_hostname=bool(table.get("ssl_check_hostname", True)),
         read_only=bool(table.get("read_only", False)),
         timeout=float(table.get("timeout", timeout)),
     )
 
 
+def _secret_from_env(name: str, table: dict[str, Any], key: str) -> str | None:
+    """The value of the environment variable ``table[key]`` names (None when the key is absent)."""
+    variable = table.get(key)
+    if not variable:
+        return None
+    value = os.environ.get(str(variable))
+    if value is None:
+        raise ConfigError(f"cluster {name!r}: environment variable {variable} ({key}) is not set.")
+    return value
+
+
+def _toml_labels(name: str) -> dict[str, str]:
+    where = f"[clusters.{name}]"
+    return {
+        "ssl_cafile": f"ssl_cafile of {where}",
+        "ssl_certfile": f"ssl_certfile of {where}",
+        "ssl_keyfile": f"ssl_keyfile of {where}",
+        "ssl_password": f"ssl_key_password_env of {where}",
+    }
+
+
 def load_configs() -> dict[str, ClusterConfig]:
-    """Every configured cluster by name, the default one first; raises ConfigError."""
+    """Every configured cluster by name, the default one first, its TLS files checked (they exist and
+    load); raises ConfigError."""
     default = default_cluster_from_env()
+    ssl_context(default, ENV_LABELS)
     configs = {default.name: default}
     file = os.environ.get("KAZAMI_CLUSTERS_FILE")
     if file:
         for config in clusters_from_file(Path(file), default.timeout):
             if config.name in configs:
                 raise ConfigError(f"cluster {config.name!r} is declared twice.")
+            ssl_context(config, _toml_labels(config.name))
             configs[config.name] = config
     return configs
 

@@ -12,6 +12,7 @@ from django.shortcuts import render
 
 from broker.errors import (
     AlreadyExists,
+    ClusterAuthFailed,
     ClusterUnavailable,
     ConfigError,
     InvalidInput,
@@ -37,6 +38,7 @@ STATUS: list[tuple[type[KazamiError], int, str]] = [
     (InvalidInput, 400, "invalid_input"),
     (KafkaRefused, 422, "kafka_refused"),
     (PartitionUnavailable, 503, "partition_unavailable"),
+    (ClusterAuthFailed, 503, "cluster_auth_failed"),
     (ClusterUnavailable, 503, "cluster_unavailable"),
     (ConfigError, 500, "configuration_error"),
     (KazamiError, 400, "bad_request"),

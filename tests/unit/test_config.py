@@ -6,6 +6,7 @@ import pytest
 
 from broker.config import ClusterConfig, split_servers
 from broker.errors import ConfigError
+from broker.local import certs
 from console import clusters
 from console.env import env_bool, env_float, env_int
 
@@ -110,3 +111,83 @@ def test_a_malformed_clusters_file_is_a_clear_error(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(tmp_path / "missing.toml"))
     with pytest.raises(ConfigError, match=r"missing\.toml"):
         clusters.load_configs()
+
+
+def _tls_env(monkeypatch: pytest.MonkeyPatch, **values: str) -> None:
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SSL")
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_the_key_password_is_a_secret_passed_to_kafka_python() -> None:
+    config = ClusterConfig("sec", ("h:1",), security_protocol="SSL", ssl_password="k3y-pw")
+    assert "k3y-pw" not in repr(config)
+    assert config.client_options()["ssl_password"] == "k3y-pw"
+    assert config.secrets == ("k3y-pw",)
+
+
+def test_a_missing_tls_file_is_refused_at_start_naming_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tls_env(monkeypatch, KAFKA_SSL_CAFILE=str(tmp_path / "nope.pem"))
+    with pytest.raises(ConfigError, match=r"KAFKA_SSL_CAFILE names .*nope\.pem, which is not a file"):
+        clusters.load_configs()
+
+
+def test_a_key_pasted_instead_of_a_path_is_never_echoed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = certs.generate_certs(tmp_path)
+    pasted = files.client_key.read_text()
+    _tls_env(monkeypatch, KAFKA_SSL_CERTFILE=str(files.client_cert), KAFKA_SSL_KEYFILE=pasted)
+    with pytest.raises(ConfigError, match="KAFKA_SSL_KEYFILE") as refused:
+        clusters.load_configs()
+    assert "PRIVATE KEY" not in str(refused.value)
+    assert pasted.splitlines()[1] not in str(refused.value)
+
+
+def test_an_encrypted_key_needs_its_password_and_never_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = certs.generate_certs(tmp_path)
+    locked = certs.encrypt_key(files.client_key, tmp_path / "locked.pem", "open-sesame")
+    _tls_env(monkeypatch, KAFKA_SSL_CAFILE=str(files.ca), KAFKA_SSL_CERTFILE=str(files.client_cert))
+    monkeypatch.setenv("KAFKA_SSL_KEYFILE", str(locked))
+    with pytest.raises(ConfigError, match=r"is encrypted; give its password \(KAFKA_SSL_KEY_PASSWORD\)"):
+        clusters.load_configs()
+    monkeypatch.setenv("KAFKA_SSL_KEY_PASSWORD", "not-it")
+    with pytest.raises(ConfigError, match="KAFKA_SSL_KEY_PASSWORD does not open the key in KAFKA_SSL_KEYFILE") as bad:
+        clusters.load_configs()
+    assert "not-it" not in str(bad.value)
+    monkeypatch.setenv("KAFKA_SSL_KEY_PASSWORD", "open-sesame")
+    assert clusters.load_configs()["local"].ssl_password == "open-sesame"
+
+
+def test_a_key_that_is_not_the_certificates_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine, other = certs.generate_certs(tmp_path / "a"), certs.generate_certs(tmp_path / "b")
+    _tls_env(monkeypatch, KAFKA_SSL_CERTFILE=str(mine.client_cert), KAFKA_SSL_KEYFILE=str(other.client_key))
+    with pytest.raises(ConfigError, match="not a PEM certificate with its matching private key"):
+        clusters.load_configs()
+
+
+def test_a_toml_cluster_names_its_own_keys_in_tls_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "clusters.toml"
+    file.write_text(
+        '[clusters.tls]\nbootstrap_servers = ["h:9093"]\nsecurity_protocol = "SSL"\n'
+        f'ssl_cafile = "{tmp_path / "gone.pem"}"\n'
+    )
+    monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
+    with pytest.raises(ConfigError, match=r"ssl_cafile of \[clusters.tls\] names"):
+        clusters.load_configs()
+    file.write_text('[clusters.tls]\nbootstrap_servers = ["h:9093"]\nssl_key_password_env = "TLS_KEY_PW"\n')
+    with pytest.raises(ConfigError, match=r"TLS_KEY_PW \(ssl_key_password_env\) is not set"):
+        clusters.load_configs()
+
+
+def test_generated_certificates_name_localhost_and_keep_keys_private(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    files = certs.generate_certs(tmp_path)
+    broker = x509.load_pem_x509_certificates(files.broker.read_bytes())[0]
+    names = broker.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert files.broker.stat().st_mode & 0o777 == 0o600
+    assert files.client_key.stat().st_mode & 0o777 == 0o600
+    assert certs.ensure_certs(tmp_path).ca.read_bytes() == files.ca.read_bytes()  # kept, not regenerated
