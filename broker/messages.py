@@ -22,6 +22,9 @@ from broker.topics import PartitionInfo, get_partition, get_topic_partitions
 
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
+# Bytes (keys + values) one page, one search's matches or one tail's buffer may hold: a topic of
+# 10 MB messages must not make a page of 500 hold 5 GB.
+PAGE_BYTES = 16 * 1024 * 1024
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
 
@@ -106,16 +109,22 @@ def _readable(info: PartitionInfo, topic: str) -> tuple[int, int]:
 
 
 def read_range(
-    consumer: KafkaConsumer, tp: TopicPartition, offset: int, stop: int, limit: int, deadline: float
+    consumer: KafkaConsumer,
+    tp: TopicPartition,
+    offset: int,
+    stop: int,
+    limit: int,
+    deadline: float,
+    max_bytes: int = PAGE_BYTES,
 ) -> tuple[list[Message], bool]:
-    """Up to ``limit`` messages of ``tp`` from ``offset`` below ``stop``; (messages, complete).
-
-    complete is False when the deadline came first.
+    """Up to ``limit`` messages of ``tp`` from ``offset`` below ``stop``, ending with the one that
+    reaches ``max_bytes`` in all; (messages, complete). complete is False when the deadline came first.
     """
     consumer.assign([tp])
     consumer.seek(tp, offset)
     found: list[Message] = []
-    while len(found) < limit:
+    held = 0
+    while len(found) < limit and held < max_bytes:
         if consumer.position(tp, timeout_ms=1000) >= stop:
             return found, True
         remaining = deadline - time.monotonic()
@@ -126,7 +135,8 @@ def read_range(
             if record.offset >= stop:
                 return found, True
             found.append(_record(record))
-            if len(found) >= limit:
+            held += found[-1].size
+            if len(found) >= limit or held >= max_bytes:
                 break
     return found, True
 
@@ -188,6 +198,11 @@ def get_page(
             ) from None
     if not complete:
         notes.append(f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short.")
+    elif len(messages) < limit and sum(m.size for m in messages) >= PAGE_BYTES:
+        notes.append(
+            f"These {len(messages)} messages hold more than {PAGE_BYTES // (1024 * 1024)} MB, so the page "
+            "ends here; the next page goes on."
+        )
     return Page(
         topic=topic,
         partition=partition,
@@ -480,6 +495,7 @@ class Tail:
     def __init__(self, conn: ClusterConnection, topic: str, partitions: list[int], buffer: int = 200) -> None:
         self.conn, self.topic, self.partitions = conn, topic, partitions
         self._buffer: list[Message] = []
+        self._held = 0  # bytes waiting in the buffer
         self._limit = buffer
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -502,13 +518,14 @@ class Tail:
         """Up to ``at_most`` waiting messages, oldest first, and how many were dropped since the last call."""
         with self._lock:
             taken, self._buffer = self._buffer[:at_most], self._buffer[at_most:]
+            self._held -= sum(m.size for m in taken)
             dropped, self.dropped = self.dropped, 0
         return taken, dropped
 
     def discard(self) -> int:
         """Forget every waiting message (while paused); returns how many."""
         with self._lock:
-            count, self._buffer = len(self._buffer), []
+            count, self._buffer, self._held = len(self._buffer), [], 0
         return count
 
     def _run(self) -> None:
@@ -533,7 +550,7 @@ class Tail:
         with self._lock:
             self.received += 1
             self._buffer.append(message)
-            if len(self._buffer) > self._limit:
-                overflow = len(self._buffer) - self._limit
-                del self._buffer[:overflow]
-                self.dropped += overflow
+            self._held += message.size
+            while len(self._buffer) > 1 and (len(self._buffer) > self._limit or self._held > PAGE_BYTES):
+                self._held -= self._buffer.pop(0).size
+                self.dropped += 1

@@ -121,6 +121,7 @@ class SearchResult:
     spec: SearchSpec
     shown: list[ShownMessage] = field(default_factory=list)
     progress: ScanProgress = field(default_factory=ScanProgress)
+    cut: str | None = None  # why the matches stop short of the spec's limits, if they do
 
 
 def run_search(
@@ -145,6 +146,7 @@ def run_search(
     )
     decoding = decoding_for(cluster, topic)
     result = SearchResult(spec=spec)
+    held = 0
 
     def progress(p: ScanProgress) -> None:
         result.progress = p
@@ -163,6 +165,10 @@ def run_search(
     ):
         shown = show(cluster, message, decoding)
         result.shown.append(shown)
+        held += message.size
         if on_match is not None:
             on_match(shown)
+        if held >= messages.PAGE_BYTES:
+            result.cut = f"The matches so far hold more than {messages.PAGE_BYTES // (1024 * 1024)} MB; search stopped."
+            break
     return result

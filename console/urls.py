@@ -7,7 +7,9 @@ from console.views import access, api, groups, messages, pages, topics
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
 PARTITION = TOPIC + "partitions/<int:partition>/"
-GROUP = CLUSTER + "groups/<str:group>/"
+# A group id may hold "/" (Kafka allows any string), so it is a path; the pages under a group
+# come before the group's own page, which would otherwise swallow them.
+GROUP = CLUSTER + "groups/<path:group>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
@@ -37,10 +39,10 @@ urlpatterns = [
     # Consumer groups
     path(CLUSTER + "groups/", groups.group_list, name="group-list"),
     path(CLUSTER + "groups-report.<str:fmt>", groups.export, name="group-export"),
-    path(GROUP, groups.group_detail, name="group-detail"),
     path(GROUP + "reset/", groups.reset, name="group-reset"),
     path(GROUP + "delete/", groups.delete_group, name="group-delete"),
     path(GROUP + "delete-offsets/", groups.delete_offsets, name="group-delete-offsets"),
+    path(GROUP, groups.group_detail, name="group-detail"),
     path("metrics", groups.metrics, name="metrics"),
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
@@ -58,10 +60,10 @@ urlpatterns = [
     path(f"api/{PARTITION}messages/", api.messages_page),
     path(f"api/{PARTITION}messages/<int:offset>", api.message, name="api-message"),
     path(f"api/{CLUSTER}groups/", api.group_list, name="api-group-list"),
-    path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
     path(f"api/{GROUP}reset/", api.group_reset, name="api-group-reset"),
     path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
     path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
+    path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
     path("api/audit/", access.audit_api, name="api-audit"),
     path("healthz", api.health, name="health"),
 ]
