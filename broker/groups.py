@@ -263,6 +263,7 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
             "ssl_certfile",
             "ssl_keyfile",
             "ssl_check_hostname",
+            "ssl_context",  # the connection's own TLS context: an encrypted key is never prompted for
             "sasl_mechanism",
             "sasl_plain_username",
             "sasl_plain_password",
