@@ -31,10 +31,13 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
     """Template context: the sections, the configured cluster names and the current cluster."""
     match = getattr(request, "resolver_match", None)
     current = match.kwargs.get("cluster") if match else None
+    clusters = list(get_configs())
     return {
         "nav_sections": SECTIONS,
-        "nav_clusters": list(get_configs()),
+        "nav_clusters": clusters,
         "nav_cluster": current,
+        # Pages outside a cluster (audit log, users) still lead back to the only cluster's sections.
+        "nav_sections_cluster": current or (clusters[0] if len(clusters) == 1 else None),
         "nav_current": match.url_name if match else None,
         "nav_section": _section_of(match.url_name if match else None),
     }
