@@ -36,6 +36,8 @@ from datetime import UTC, datetime, timedelta
 from string import hexdigits
 from typing import Any
 
+import regex as regex_engine
+
 from broker.errors import KazamiError
 
 log = logging.getLogger(__name__)
@@ -553,8 +555,8 @@ def _build_test(path: _Path, op: str, literal: _Literal) -> Callable[[object], b
     if not isinstance(literal.value, str):
         raise QueryError(f'"{op}" needs a quoted pattern, not {literal.text}', literal.position)
     if op == "matches":
-        regex = _compile_regex(literal)
-        return lambda value: (text := _text_form(value)) is not None and regex.search(text) is not None
+        compiled = _compile_regex(literal)
+        return lambda value: (text := _text_form(value)) is not None and _search(compiled, text)
     pattern = _like_pattern(literal.value)  # op == "like"
     return lambda value: (text := _text_form(value)) is not None and _like(text, pattern)
 
@@ -578,7 +580,18 @@ def _as_timestamp(path: _Path, literal: _Literal) -> _Literal:
     return _Literal(millis, str(millis), literal.position, millis)
 
 
-def _compile_regex(literal: _Literal) -> re.Pattern[str]:
+# However a pattern backtracks, one message gets this long (seconds); then it counts as not matching.
+REGEX_SECONDS = 0.05
+
+
+def _search(compiled: regex_engine.Pattern[str], text: str) -> bool:
+    try:
+        return compiled.search(text, timeout=REGEX_SECONDS) is not None
+    except TimeoutError:
+        return False
+
+
+def _compile_regex(literal: _Literal) -> regex_engine.Pattern[str]:
     pattern = literal.text
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise QueryError(
@@ -586,9 +599,9 @@ def _compile_regex(literal: _Literal) -> re.Pattern[str]:
             literal.position,
         )
     try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as error:
-        reason = error.msg if isinstance(error, re.error) else str(error)
+        return regex_engine.compile(pattern)
+    except (regex_engine.error, OverflowError, RecursionError) as error:
+        reason = str(getattr(error, "msg", None) or error)
         raise QueryError(f"this is not a valid regular expression: {reason}", literal.position) from None
 
 

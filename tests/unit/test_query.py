@@ -761,3 +761,11 @@ def test_it_never_raises_on_odd_messages(caplog: pytest.LogCaptureFixture) -> No
             assert isinstance(query.matches(item), bool)
     # The helpers coped by themselves: the last-resort guard in matches was never needed.
     assert not [record for record in caplog.records if record.name == "broker.query"]
+
+
+@pytest.mark.timeout(10)
+def test_a_pattern_that_backtracks_forever_gives_up_on_that_message_and_counts_it_as_no_match() -> None:
+    # With Python's re this search would run for longer than the universe; here each message gets a moment.
+    hopeless = 'value matches "(x+x+)+y"'
+    assert matches(hopeless, value="x" * 5000) is False
+    assert matches(hopeless, value="xxy") is True
