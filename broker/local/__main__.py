@@ -1,4 +1,5 @@
-"""Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``."""
+"""Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``,
+and ``stop-zookeeper`` / ``start-zookeeper`` to take ZooKeeper alone away and back."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("stop-broker", "start-broker"):
         cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one broker")
         cmd.add_argument("broker_id", type=int, metavar="N")
+    sub.add_parser("stop-zookeeper", help="stop ZooKeeper alone (the brokers keep running)")
+    sub.add_parser("start-zookeeper", help="start ZooKeeper again and wait until the running brokers are registered")
     sub.add_parser("down", help="stop every broker and ZooKeeper (data is kept)")
     sub.add_parser("fetch-jars", help="fetch the Kafka jars from Maven Central (done by `up` when needed)")
     args = parser.parse_args(argv)
@@ -70,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             launcher.stop_broker(args.broker_id, data)
         elif args.command == "start-broker":
             launcher.start_broker(args.broker_id, data)
+        elif args.command == "stop-zookeeper":
+            launcher.stop_zookeeper(data)
+        elif args.command == "start-zookeeper":
+            launcher.start_zookeeper(data)
         elif args.command == "down":
             launcher.down(data)
         elif args.command == "fetch-jars":

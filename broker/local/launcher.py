@@ -955,3 +955,45 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if not running and not zookeeper_running:
         echo("Nothing was running.")
     echo(f"Data kept in {layout.data}.")
+
+
+def stop_zookeeper(data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
+    """Stop ZooKeeper alone and wait until it is gone. The brokers keep running and serve clients from
+    the metadata they hold; what needs ZooKeeper (new topics, leader elections) waits until it is back."""
+    layout = _require_layout(data)
+    pid = layout.pids.get("zookeeper")
+    if not pid_alive(pid):
+        echo("ZooKeeper is not running.")
+        return
+    _stop_pid(pid, timeout=15)
+    echo("ZooKeeper stopped.")
+
+
+def start_zookeeper(data: str | Path | None = None, echo: Callable[[str], None] = print, timeout: float = 60) -> None:
+    """Start ZooKeeper again and wait until it serves, every running broker is registered in it and a
+    controller is elected (a broker whose session expired meanwhile registers anew)."""
+    layout = _require_layout(data)
+    if pid_alive(layout.pids.get("zookeeper")):
+        echo("ZooKeeper is already running.")
+        return
+    if port_in_use(layout.zookeeper_port):
+        raise LauncherError(f"Port {layout.zookeeper_port} on 127.0.0.1 is already in use by another program.")
+    layout.pids["zookeeper"] = _spawn(
+        layout,
+        "zookeeper",
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        layout.root / "config" / "zookeeper.properties",
+        ZOOKEEPER_HEAP,
+    )
+    layout.save()
+    _wait(
+        lambda: zookeeper_serving(layout.zookeeper_port), timeout, f"ZooKeeper on port {layout.zookeeper_port}", layout
+    )
+    running = {b for b in layout.broker_ids if pid_alive(layout.pids.get(f"broker-{b}"))}
+
+    def registered() -> bool:
+        ids, controller = registered_brokers(layout)
+        return ids >= running and controller is not None
+
+    _wait(registered, timeout, "the running brokers to register in ZooKeeper again", layout)
+    echo(f"ZooKeeper started on 127.0.0.1:{layout.zookeeper_port}; brokers {sorted(running)} are registered.")
