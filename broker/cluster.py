@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -20,6 +21,8 @@ class BrokerInfo:
     rack: str | None
     alive: bool
     is_controller: bool = False
+    # False for a registered broker that did not answer a request sent to it lately (frozen, cut off).
+    answering: bool = True
 
     @property
     def address(self) -> str:
@@ -67,6 +70,7 @@ class ClusterOverview:
                     "port": b.port,
                     "rack": b.rack,
                     "alive": b.alive,
+                    "answering": b.answering,
                     "is_controller": b.is_controller,
                 }
                 for b in self.brokers
@@ -87,18 +91,23 @@ def get_overview(conn: ClusterConnection) -> ClusterOverview:
     def fetch(admin: KafkaAdminClient) -> tuple[dict[str, Any], list[dict[str, Any]], str | None]:
         cluster = admin.describe_cluster()
         topics = admin.describe_topics()
-        return cluster, topics, _protocol_version(admin, cluster.get("controller_id"))
+        return cluster, topics, _protocol_version(admin, conn, cluster.get("controller_id"))
 
-    cluster, topics, version = conn.call(fetch, "overview")
+    cluster, topics, version = conn.call(fetch, "overview", requests=3, retry=True)
     return build_overview(conn, cluster, topics, version)
 
 
-def _protocol_version(admin: KafkaAdminClient, controller: int | None) -> str | None:
-    """The controller's ``inter.broker.protocol.version`` (e.g. "3.9-IV0"), None when not told."""
-    if controller is None or controller < 0:
+def _protocol_version(admin: KafkaAdminClient, conn: ClusterConnection, controller: int | None) -> str | None:
+    """The controller's ``inter.broker.protocol.version`` (e.g. "3.9-IV0"), None when not told or when
+    the controller does not answer (it is then noted as silent)."""
+    if controller is None or controller < 0 or conn.is_silent(controller):
         return None
     resource = ConfigResource(ConfigResourceType.BROKER, str(controller), ["inter.broker.protocol.version"])
-    described = admin.describe_configs([resource], config_filter="all")
+    try:
+        described = admin.describe_configs([resource], config_filter="all")
+    except (kafka.errors.RequestTimedOutError, kafka.errors.KafkaTimeoutError, kafka.errors.KafkaConnectionError):
+        conn.mark_silent(controller)
+        return None
     entry = described.get("broker", {}).get(str(controller), {}).get("inter.broker.protocol.version")
     value = entry.get("value") if isinstance(entry, dict) else entry
     return str(value) if value else None
@@ -130,6 +139,7 @@ def build_overview(
                 under_replicated += 1
 
     ids = sorted(set(alive) | set(conn.known_brokers) | referenced)
+    silent = conn.silent_brokers()
     brokers = []
     for broker_id in ids:
         host, port, rack = alive.get(broker_id) or conn.known_brokers.get(broker_id) or (None, None, None)
@@ -141,6 +151,7 @@ def build_overview(
                 rack=rack,
                 alive=broker_id in alive,
                 is_controller=broker_id == controller,
+                answering=broker_id in alive and broker_id not in silent,
             )
         )
     return ClusterOverview(

@@ -1,10 +1,12 @@
 """A long-lived, thread-safe handle on one cluster whose every call has a deadline.
 
 kafka-python's admin client waits on its own I/O thread without a deadline of its
-own, so each call here runs on a small worker pool and is abandoned after
-``config.timeout`` seconds. A failed or timed-out call drops the client; the next
-call builds a new one, which is how the console recovers by itself when brokers
-come back.
+own, so each call here runs on a small worker pool and is abandoned after at most
+``MAX_ROUNDS`` time-outs of the cluster, however many requests it makes. A call that
+could not connect, or was abandoned, drops the client it used; the next call builds a
+new one, which is how the console recovers by itself when brokers come back. A broker
+that accepts connections and never answers (a frozen process) only costs the request
+sent to it: the client closes that connection, so a read is tried once more, elsewhere.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import kafka.errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.net.compat import KafkaNetClient
 
 from broker.config import ClusterConfig, ssl_context
 from broker.diagnose import diagnose_refusal
@@ -36,6 +40,13 @@ _REFUSED = (
     kafka.errors.UnsupportedSaslMechanismError,
     kafka.errors.IllegalSaslStateError,
 )
+# However many requests a call makes, it is abandoned after this many time-outs of the cluster: a page
+# that waits longer is, for its reader, a cluster that does not answer.
+MAX_ROUNDS = 3
+# A broker that did not answer a request sent to it alone is left out of the reads that can do without it
+# (offsets, sizes) for this many time-outs: a frozen broker costs one time-out, not one per page.
+SILENT_ROUNDS = 5
+ADMIN_METADATA_MAX_AGE_MS = 5000
 # How long the hand-made TLS/SASL check after a failed bootstrap may take (it answers in milliseconds
 # when the broker is there; this bounds a broker that accepts connections and says nothing).
 _DIAGNOSE_SECONDS = 0.5
@@ -85,6 +96,17 @@ _UNREACHABLE = (
     ConnectionError,
     OSError,
 )
+# Errors of a cluster that is settling after brokers stopped or started: a client that cached where a group's
+# coordinator, a partition's leader or the controller was, or which brokers exist, asks the wrong one.
+_SETTLING = (
+    kafka.errors.NotCoordinatorError,
+    kafka.errors.CoordinatorNotAvailableError,
+    kafka.errors.CoordinatorLoadInProgressError,
+    kafka.errors.NotLeaderForPartitionError,
+    kafka.errors.LeaderNotAvailableError,
+    kafka.errors.NotControllerError,
+    kafka.errors.UnknownBrokerIdError,
+)
 
 
 def keep_out_of_logs(*secrets: str) -> None:
@@ -106,17 +128,44 @@ class ClusterConnection:
         # instead of waiting out a bootstrap that cannot succeed.
         self._refused: ClusterAuthFailed | None = None
         self._admin: KafkaAdminClient | None = None
+        # When the last bootstrap of an admin client failed, and how (None once one succeeds).
+        self._bootstrap_failed: tuple[float, BaseException] | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"kafka-{config.name}")
         # Brokers seen alive before, by id: a broker that stops is still listed (as down).
         self.known_brokers: dict[int, tuple[str, int, str | None]] = {}
         # Idle consumers for reading messages (a consumer serves one caller at a time).
         self._consumers: queue.LifoQueue[KafkaConsumer] = queue.LifoQueue(maxsize=4)
         self._producer: KafkaProducer | None = None
+        # Broker id -> until when it counts as silent (time.monotonic()).
+        self._silent: dict[int, float] = {}
+        # When a read of topic configurations last timed out (None: the last one answered). A
+        # ZooKeeper-mode broker reads them from ZooKeeper and holds the request, and one of its request
+        # threads, for as long as ZooKeeper is down; broker.topics does not ask again until it is back.
+        self.configs_stalled_at: float | None = None
+
+    def mark_silent(self, broker: int) -> None:
+        """Note that ``broker`` did not answer a request sent to it alone."""
+        self._silent[broker] = time.monotonic() + self.config.timeout * SILENT_ROUNDS
+
+    def is_silent(self, broker: int) -> bool:
+        until = self._silent.get(broker)
+        return until is not None and time.monotonic() < until
+
+    def silent_brokers(self) -> set[int]:
+        """Brokers that did not answer a request of theirs lately (see SILENT_ROUNDS)."""
+        now = time.monotonic()
+        return {b for b, until in list(self._silent.items()) if until > now}
 
     def _options(self) -> dict[str, Any]:
         """The config's client options with the TLS context built once (the files are read once, and a
         key password is never prompted for). Raises ConfigError when the TLS files do not load."""
         options = self.config.client_options()
+        # A new connection to a broker that accepts it and never answers (a frozen process) would otherwise
+        # wait out kafka-python's own setup time-out (10 s, growing to 30 s) with the request queued behind.
+        setup_ms = int(self.config.timeout * 1000)
+        options["kafka_client"] = partial(
+            KafkaNetClient, socket_connection_setup_timeout_ms=setup_ms, socket_connection_setup_timeout_max_ms=setup_ms
+        )
         if self.config.uses_tls:
             if self._tls is None:
                 self._tls = ssl_context(self.config)
@@ -135,47 +184,110 @@ class ClusterConnection:
         self._refused = None
 
     def _client(self) -> KafkaAdminClient:
+        asked = time.monotonic()
         with self._lock:
             if self._admin is None:
+                # A caller that waited here while another one's bootstrap failed shares that failure,
+                # rather than wait out a bootstrap of its own (the live poller and a page, say).
+                failed = self._bootstrap_failed
+                if failed is not None and failed[0] > asked:
+                    raise failed[1]
                 self._check_refusal()
                 timeout_ms = int(self.config.timeout * 1000)
-                self._admin = KafkaAdminClient(
-                    client_id=f"kazami-{self.config.name}",
-                    bootstrap_timeout_ms=timeout_ms,
-                    reconnect_backoff_max_ms=1000,
-                    **self._options(),
-                )
+                try:
+                    self._admin = KafkaAdminClient(
+                        client_id=f"kazami-{self.config.name}",
+                        bootstrap_timeout_ms=timeout_ms,
+                        reconnect_backoff_max_ms=1000,
+                        # Its own list of brokers (a small request) is refreshed often, so that a broker
+                        # that started after the client is reached soon (list_groups asks each one).
+                        metadata_max_age_ms=ADMIN_METADATA_MAX_AGE_MS,
+                        **self._options(),
+                    )
+                except (*_UNREACHABLE, *_REFUSED) as exc:
+                    self._bootstrap_failed = (time.monotonic(), exc)
+                    raise
+                self._bootstrap_failed = None
             return self._admin
 
-    def reset(self) -> None:
-        """Drop the admin client (closed in the background); the next call connects afresh."""
+    def reset(self, used: KafkaAdminClient | None = None) -> None:
+        """Drop the admin client (closed in the background); the next call connects afresh. With ``used``,
+        only if that is still the current client: a failed call does not drop the one built after it."""
         with self._lock:
+            if used is not None and used is not self._admin:
+                return
             admin, self._admin = self._admin, None
         if admin is not None:
             threading.Thread(target=_close_quietly, args=(admin,), daemon=True).start()
 
-    def call(self, fn: Callable[[KafkaAdminClient], T], what: str = "request", requests: int = 1) -> T:
+    def call(
+        self, fn: Callable[[KafkaAdminClient], T], what: str = "request", requests: int = 1, retry: bool = False
+    ) -> T:
         """Run ``fn(admin)``, which makes at most ``requests`` requests in a row, within that many
-        time-outs of the cluster (each request is also bounded by the client's own time-out).
+        time-outs of the cluster and never more than ``MAX_ROUNDS`` (each request is also bounded by the
+        client's own time-out). With ``retry`` (reads only: ``fn`` changes nothing), a call that found a
+        broker silent is made once more while time is left (the client closed the connection to that
+        broker, so the next attempt asks another), and so is one that met the cluster settling (a
+        coordinator or leader moved: a new client asks afresh).
 
-        Raises ClusterUnavailable when the cluster cannot be reached or does not answer
-        in time, ClusterAuthFailed (a ClusterUnavailable) when it refuses our TLS certificate or SASL
+        Raises ClusterUnavailable when the cluster cannot be reached, does not answer in time or is
+        still settling, ClusterAuthFailed (a ClusterUnavailable) when it refuses our TLS certificate or SASL
         credentials, ConfigError when the TLS files do not load; other Kafka errors pass through for
         the caller to map.
         """
-        deadline = self.config.timeout * requests + 0.3
-        future = self._pool.submit(lambda: fn(self._client()))
-        try:
-            return future.result(timeout=deadline)
-        except FutureTimeout:
-            self.reset()
-            raise ClusterUnavailable(
-                f"Cluster {self.config.name!r} did not answer the {what} within {deadline:.1f} s "
-                f"({', '.join(self.config.bootstrap_servers)})."
-            ) from None
-        except (*_UNREACHABLE, *_REFUSED) as exc:
-            self.reset()
-            raise self._failure(exc) from None
+        budget = self.config.timeout * min(requests, MAX_ROUNDS) + 0.3
+        deadline = time.monotonic() + budget
+        attempts = 2 if retry else 1
+        while True:
+            attempts -= 1
+            used: list[KafkaAdminClient] = []  # the client the attempt got, once it has one
+            future = self._pool.submit(self._attempt, fn, used)
+            try:
+                return future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                future.cancel()
+                # The call still runs on its worker: closing its client fails what it waits for.
+                self.reset(used[0] if used else None)
+                raise ClusterUnavailable(
+                    f"Cluster {self.config.name!r} did not answer the {what} within {budget:.1f} s "
+                    f"({', '.join(self.config.bootstrap_servers)})."
+                ) from None
+            except (*_UNREACHABLE, *_REFUSED) as exc:
+                failure: BaseException = exc
+                closed = bool(used and getattr(used[0], "_closed", False))
+            except _SETTLING as exc:
+                # The client's list of brokers is older than the metadata it was given (it bootstrapped
+                # while some brokers were still starting), or the cluster is settling (a group coordinator
+                # or a leader moved, and the client still asks the old one): a new client asks afresh.
+                failure, closed = exc, True
+            except Exception:
+                # A client closed under the call (another call gave up on it) fails in its own ways.
+                if not (used and getattr(used[0], "_closed", False)):
+                    raise
+                failure, closed = kafka.errors.KafkaConnectionError("the client was closed"), True
+            # One broker did not answer in time; the client closed that connection and stays usable.
+            silent = isinstance(failure, kafka.errors.RequestTimedOutError)
+            if not silent:
+                self.reset(used[0] if used else None)
+            # Not when no broker could be reached: asking again would only double the wait.
+            if attempts > 0 and (silent or closed) and deadline - time.monotonic() > self.config.timeout:
+                continue
+            if silent:
+                raise ClusterUnavailable(
+                    f"Cluster {self.config.name!r} did not answer the {what} in time: a broker took longer "
+                    f"than {self.config.timeout:g} s to answer ({', '.join(self.config.bootstrap_servers)})."
+                ) from None
+            if isinstance(failure, _SETTLING):
+                raise ClusterUnavailable(
+                    f"Cluster {self.config.name!r} is settling (brokers or group coordinators are moving: "
+                    f"{type(failure).__name__}); the {what} should work again in a moment."
+                ) from None
+            raise self._failure(failure) from None
+
+    def _attempt(self, fn: Callable[[KafkaAdminClient], T], used: list[KafkaAdminClient]) -> T:
+        admin = self._client()
+        used.append(admin)
+        return fn(admin)
 
     def _failure(self, exc: BaseException) -> ClusterUnavailable:
         """The error to raise for a client that could not connect: ClusterAuthFailed when the cluster
@@ -256,6 +368,9 @@ class ClusterConnection:
                         acks="all",
                         bootstrap_timeout_ms=int(self.config.timeout * 1000),
                         max_block_ms=int(self.config.timeout * 1000),
+                        # A message not acknowledged while its page waits is given up, not written later.
+                        delivery_timeout_ms=int(self.config.timeout * 2000),
+                        reconnect_backoff_max_ms=1000,
                         linger_ms=0,
                         **self._options(),
                     )

@@ -212,6 +212,8 @@ def _log_ends(admin: KafkaAdminClient, tps: list[TopicPartition]) -> dict[TopicP
         return {}
     try:
         answer = admin.list_partition_offsets(dict.fromkeys(readable, OffsetSpec.LATEST))
+    except kafka.errors.UnknownBrokerIdError:
+        raise  # the client is out of date: the connection builds a new one
     except kafka.errors.KafkaError:
         return {}
     return {tp: o.offset for tp, o in answer.items()}
@@ -264,22 +266,26 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
             "ssl_keyfile",
             "ssl_check_hostname",
             "ssl_context",  # the connection's own TLS context: an encrypted key is never prompted for
+            "kafka_client",  # with the connection's bounded setup time-out
             "sasl_mechanism",
             "sasl_plain_username",
             "sasl_plain_password",
         )
         if config.get(k) is not None
     }
-    consumer = KafkaConsumer(
-        group_id=None,
-        enable_auto_commit=False,
-        max_partition_fetch_bytes=16 * 1024,
-        fetch_max_wait_ms=50,
-        request_timeout_ms=config["request_timeout_ms"],
-        bootstrap_timeout_ms=config["request_timeout_ms"],
-        client_id="kazami-lag-time",
-        **options,
-    )
+    try:
+        consumer = KafkaConsumer(
+            group_id=None,
+            enable_auto_commit=False,
+            max_partition_fetch_bytes=16 * 1024,
+            fetch_max_wait_ms=50,
+            request_timeout_ms=config["request_timeout_ms"],
+            bootstrap_timeout_ms=config["request_timeout_ms"],
+            client_id="kazami-lag-time",
+            **options,
+        )
+    except kafka.errors.KafkaError:
+        return {}  # no lag in time this once (a broker did not answer): the rest of the page still shows
     found: dict[tuple[str, int, int], int] = {}
     # One deadline for the whole lookup: lag in time is worth a moment, not a slow page.
     deadline = time.monotonic() + config["request_timeout_ms"] / 1000
@@ -312,6 +318,8 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
                     consumer.pause(tp)
                 elif targets[i] - (recs[-1].offset + 1) > SEEK_GAP:
                     consumer.seek(tp, targets[i])  # far ahead: jump rather than read the gap
+    except kafka.errors.KafkaError:
+        pass  # what was found so far
     finally:
         consumer.close()
     return found
@@ -319,7 +327,7 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
 
 def list_group_ids(conn: ClusterConnection) -> list[str]:
     """Every group id the brokers know (one ListGroups per broker). Raises ClusterUnavailable."""
-    return conn.call(lambda admin: sorted({g["group_id"] for g in admin.list_groups()}), "group list")
+    return conn.call(lambda admin: sorted({g["group_id"] for g in admin.list_groups()}), "group list", retry=True)
 
 
 def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag]:
@@ -332,7 +340,7 @@ def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag
         ids = sorted({g["group_id"] for g in admin.list_groups()})
         return _collect(admin, ids, with_time)
 
-    return conn.call(fetch, "group list", requests=8)
+    return conn.call(fetch, "group list", requests=8, retry=True)
 
 
 def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) -> GroupLag:
@@ -341,7 +349,9 @@ def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) ->
     Raises GroupNotFound (no members and no committed offsets), ClusterUnavailable.
     """
 
-    return conn.call(lambda admin: _one_group(admin, conn, group_id, with_time), "group description", requests=8)
+    return conn.call(
+        lambda admin: _one_group(admin, conn, group_id, with_time), "group description", requests=8, retry=True
+    )
 
 
 def _one_group(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str, with_time: bool) -> GroupLag:

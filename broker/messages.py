@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,8 +105,21 @@ def _readable(info: PartitionInfo, topic: str) -> tuple[int, int]:
             f"Partition {info.partition} of {topic!r} has no leader right now; it cannot be read until one is elected."
         )
     if info.start_offset is None or info.end_offset is None:
-        raise PartitionUnavailable(f"The offsets of partition {info.partition} of {topic!r} could not be read.")
+        why = f": {info.error}" if info.error else ""
+        raise PartitionUnavailable(f"The offsets of partition {info.partition} of {topic!r} could not be read{why}.")
     return info.start_offset, info.end_offset
+
+
+@contextmanager
+def _reading(conn: ClusterConnection, topic: str, partitions: str) -> Iterator[None]:
+    """A consumer's read failing with a Kafka error (a leader that does not answer, a lost connection), as
+    ClusterUnavailable naming what was read."""
+    try:
+        yield
+    except kafka.errors.KafkaError as exc:
+        raise ClusterUnavailable(
+            f"Reading {partitions} of {topic!r} in cluster {conn.config.name!r} failed: {type(exc).__name__}."
+        ) from None
 
 
 def read_range(
@@ -147,7 +161,7 @@ def _offset_for_time(conn: ClusterConnection, tp: TopicPartition, timestamp_ms: 
         found = answer.get(tp)
         return int(found.offset) if found is not None and found.offset >= 0 else None
 
-    return conn.call(lookup, "offset lookup by time")
+    return conn.call(lookup, "offset lookup by time", retry=True)
 
 
 def get_page(
@@ -189,13 +203,8 @@ def get_page(
         notes.append(f"Offset {offset} is past the end ({end}); the partition is empty.")
         offset = end
     deadline = time.monotonic() + conn.config.timeout * 2
-    with conn.consumer() as consumer:
-        try:
-            messages, complete = read_range(consumer, tp, offset, end, limit, deadline)
-        except kafka.errors.KafkaError as exc:
-            raise ClusterUnavailable(
-                f"Reading partition {partition} of {topic!r} failed: {type(exc).__name__}."
-            ) from None
+    with conn.consumer() as consumer, _reading(conn, topic, f"partition {partition}"):
+        messages, complete = read_range(consumer, tp, offset, end, limit, deadline)
     if not complete:
         notes.append(f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short.")
     elif len(messages) < limit and sum(m.size for m in messages) >= PAGE_BYTES:
@@ -236,7 +245,7 @@ def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int
             else f"Partition {partition} of {topic!r} is empty; there is no message at {offset}."
         )
     deadline = time.monotonic() + conn.config.timeout * 2
-    with conn.consumer() as consumer:
+    with conn.consumer() as consumer, _reading(conn, topic, f"partition {partition}"):
         messages, _ = read_range(consumer, TopicPartition(topic, partition), offset, offset + 1, 1, deadline)
     if not messages or messages[0].offset != offset:
         raise NotFound(
@@ -343,7 +352,7 @@ def scan(
             on_progress(progress)
 
     try:
-        with conn.consumer() as consumer:
+        with conn.consumer() as consumer, _reading(conn, topic, "partitions"):
             for r in ranges:
                 tp = TopicPartition(topic, r.partition)
                 consumer.assign([tp])
@@ -466,7 +475,7 @@ def do_produce(
     try:
         future = producer.send(topic, key=key, value=value, headers=headers or [], partition=partition)
         meta = future.get(timeout=conn.config.timeout * 2)
-    except kafka.errors.KafkaTimeoutError:
+    except (kafka.errors.KafkaTimeoutError, kafka.errors.RequestTimedOutError, kafka.errors.KafkaConnectionError):
         conn.drop_producer()
         raise ClusterUnavailable(
             f"Cluster {conn.config.name!r} did not acknowledge the message in time; "

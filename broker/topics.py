@@ -3,6 +3,10 @@
 Reads are batched whatever the number of topics: one metadata request for every topic,
 one ListOffsets request per partition leader for each of earliest and latest, one
 DescribeLogDirs per broker, one DescribeConfigs for every topic. Never one per topic.
+
+A broker that does not answer (frozen, stopped, cut off) leaves out only what it alone can
+tell: the offsets of the partitions it leads and the sizes of its replicas. It is then left
+alone for a while (``ClusterConnection.mark_silent``), so pages stay quick while it is gone.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 
 from broker.connection import ClusterConnection
 from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, PartitionNotFound, TopicNotFound
+from broker.zookeeper import zookeeper_serving
 
 log = logging.getLogger(__name__)
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -34,6 +39,13 @@ COMMON_CONFIGS = (
     "segment.bytes",
     "max.message.bytes",
     "compression.type",
+)
+# What a broker that does not answer (or cannot be reached) makes kafka-python raise.
+_SILENT = (
+    kafka.errors.RequestTimedOutError,
+    kafka.errors.KafkaTimeoutError,
+    kafka.errors.KafkaConnectionError,
+    kafka.errors.NodeNotReadyError,
 )
 
 
@@ -148,6 +160,7 @@ class TopicDetail:
     topic_id: str | None
     partitions: list[PartitionInfo]
     configs: list[ConfigEntry]
+    configs_error: str | None = None  # why the configuration is not shown
 
     @property
     def name(self) -> str:
@@ -159,6 +172,7 @@ class TopicDetail:
             "topic_id": self.topic_id,
             "partitions": [p.as_dict() for p in self.partitions],
             "configs": [c.as_dict() for c in self.configs],
+            "configs_error": self.configs_error,
         }
 
 
@@ -199,43 +213,97 @@ def _partitions_of(topic: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(topic.get("partitions") or [], key=lambda p: p["partition_index"])
 
 
-def _offsets(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
-    """Offsets for ``tps`` in one request per leader; partitions that fail are left out."""
-    if not tps:
+def _leaders(topics: list[dict[str, Any]]) -> dict[TopicPartition, int]:
+    return {
+        TopicPartition(t["name"], p["partition_index"]): p.get("leader_id", -1)
+        for t in topics
+        for p in _partitions_of(t)
+    }
+
+
+def _offsets(
+    admin: KafkaAdminClient,
+    conn: ClusterConnection,
+    tps: list[TopicPartition],
+    spec: Any,
+    leaders: dict[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """Offsets for ``tps`` in one request per leader; partitions that fail are left out, and so are those
+    of silent leaders. When the answer times out, each leader is asked alone to find the silent one."""
+    wanted = [tp for tp in tps if not conn.is_silent(leaders.get(tp, -1))]
+    if not wanted:
         return {}
     try:
-        answer = admin.list_partition_offsets(dict.fromkeys(tps, spec))
-        return {tp: o.offset for tp, o in answer.items()}
-    except kafka.errors.KafkaError:
+        return _ask_offsets(admin, wanted, spec)
+    except _SILENT:
         pass
-    # One bad partition fails the whole answer: retry per topic so the rest still shows.
+    except kafka.errors.UnknownBrokerIdError:
+        raise  # the client is out of date: the connection builds a new one
+    except kafka.errors.KafkaError:
+        return _offsets_per_topic(admin, wanted, spec)
+    by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+    for tp in wanted:
+        by_leader[leaders.get(tp, -1)].append(tp)
+    result: dict[TopicPartition, int] = {}
+    for leader, group in by_leader.items():
+        try:
+            result.update(_offsets_per_topic(admin, group, spec))
+        except _SILENT:
+            conn.mark_silent(leader)
+    return result
+
+
+def _ask_offsets(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
+    answer = admin.list_partition_offsets(dict.fromkeys(tps, spec))
+    return {tp: o.offset for tp, o in answer.items()}
+
+
+def _offsets_per_topic(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
+    """One bad partition fails a whole answer: asked per topic, so the rest still shows. A silent broker's
+    error is raised."""
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
     for tp in tps:
         by_topic[tp.topic].append(tp)
     result: dict[TopicPartition, int] = {}
     for group in by_topic.values():
         try:
-            answer = admin.list_partition_offsets(dict.fromkeys(group, spec))
-            result.update({tp: o.offset for tp, o in answer.items()})
+            result.update(_ask_offsets(admin, group, spec))
+        except (*_SILENT, kafka.errors.UnknownBrokerIdError):
+            raise
         except kafka.errors.KafkaError:
             continue
     return result
 
 
 def _replica_sizes(
-    admin: KafkaAdminClient, brokers: list[int], topics: list[dict[str, Any]]
+    admin: KafkaAdminClient, conn: ClusterConnection, brokers: list[int], topics: list[dict[str, Any]]
 ) -> dict[tuple[str, int, int], int]:
-    """{(topic, partition, broker): bytes} from one DescribeLogDirs request per live broker.
+    """{(topic, partition, broker): bytes} from one DescribeLogDirs request per live broker that is not
+    silent (when the answer times out, each is asked alone to find the silent one).
 
     The partitions are named from the metadata already at hand: without them the client
     would fetch every topic's metadata once more.
     """
     sizes: dict[tuple[str, int, int], int] = {}
     wanted = {t["name"]: [p["partition_index"] for p in _partitions_of(t)] for t in topics}
-    if not wanted:
+    brokers = [b for b in brokers if not conn.is_silent(b)]
+    if not wanted or not brokers:
         return sizes
     try:
         answers = admin.describe_log_dirs(topic_partitions=wanted, brokers=brokers)
+    except _SILENT:
+        answers = []
+        for broker in brokers:
+            try:
+                answers += admin.describe_log_dirs(topic_partitions=wanted, brokers=[broker])
+            except _SILENT:
+                conn.mark_silent(broker)
+            except kafka.errors.UnknownBrokerIdError:
+                raise
+            except kafka.errors.KafkaError:
+                continue
+    except kafka.errors.UnknownBrokerIdError:
+        raise
     except kafka.errors.KafkaError:
         return sizes
     for answer in answers:
@@ -248,13 +316,15 @@ def _replica_sizes(
     return sizes
 
 
-def _min_isr(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:
+def _min_isr(admin: KafkaAdminClient, conn: ClusterConnection, names: list[str]) -> dict[str, int]:
     if not names:
         return {}
     resources = [ConfigResource(ConfigResourceType.TOPIC, n, ["min.insync.replicas"]) for n in names]
     try:
-        described = admin.describe_configs(resources, config_filter="all")
+        described = _describe_configs(admin, conn, resources)
     except kafka.errors.KafkaError:
+        return {}
+    if described is None:
         return {}
     result = {}
     for name, configs in described.get("topic", {}).items():
@@ -264,8 +334,37 @@ def _min_isr(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:
     return result
 
 
+def _describe_configs(
+    admin: KafkaAdminClient, conn: ClusterConnection, resources: list[ConfigResource]
+) -> dict[str, Any] | None:
+    """``describe_configs`` of topics, or None when the brokers cannot give it in time.
+
+    A ZooKeeper-mode broker reads topic configurations from ZooKeeper and holds the request, and
+    one of its few request threads, for as long as ZooKeeper is down: asking again on every page
+    would take every thread, and the broker would answer nothing else. So after one time-out they
+    are asked again only once ZooKeeper serves (or, with no ZooKeeper configured, after a while).
+    """
+    stalled = conn.configs_stalled_at
+    if stalled is not None:
+        zookeeper = conn.config.zookeeper_connect
+        back = (
+            zookeeper_serving(zookeeper, conn.config.timeout)
+            if zookeeper
+            else time.monotonic() - stalled > conn.config.timeout * 10
+        )
+        if not back:
+            return None
+    try:
+        described: dict[str, Any] = admin.describe_configs(resources, config_filter="all")
+    except _SILENT:
+        conn.configs_stalled_at = time.monotonic()
+        return None
+    conn.configs_stalled_at = None
+    return described
+
+
 def _collect(
-    admin: KafkaAdminClient, topics: list[dict[str, Any]]
+    admin: KafkaAdminClient, conn: ClusterConnection, topics: list[dict[str, Any]]
 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int], dict[tuple[str, int, int], int], dict[str, int]]:
     readable = [
         TopicPartition(t["name"], p["partition_index"])
@@ -273,10 +372,11 @@ def _collect(
         for p in _partitions_of(t)
         if p.get("leader_id", -1) >= 0
     ]
-    starts = _offsets(admin, readable, OffsetSpec.EARLIEST)
-    ends = _offsets(admin, readable, OffsetSpec.LATEST)
+    leaders = _leaders(topics)
+    starts = _offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
+    ends = _offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
     brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
-    sizes = _replica_sizes(admin, brokers, topics)
+    sizes = _replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
     # setting is only needed for topics with a shrunken ISR: asking every topic for it
     # costs the broker more than all the other requests of a listing together.
@@ -285,7 +385,7 @@ def _collect(
         for t in topics
         if any(len(p.get("isr_nodes") or []) < len(p.get("replica_nodes") or []) for p in _partitions_of(t))
     ]
-    min_isr = _min_isr(admin, shrunk)
+    min_isr = _min_isr(admin, conn, shrunk)
     return starts, ends, sizes, min_isr
 
 
@@ -294,6 +394,7 @@ def _build_partitions(
     starts: dict[TopicPartition, int],
     ends: dict[TopicPartition, int],
     sizes: dict[tuple[str, int, int], int],
+    conn: ClusterConnection,
 ) -> list[PartitionInfo]:
     result = []
     for p in _partitions_of(topic):
@@ -303,6 +404,8 @@ def _build_partitions(
         error = None
         if leader < 0:
             error = "no leader: the partition is unavailable"
+        elif conn.is_silent(leader) and (tp not in starts or tp not in ends):
+            error = f"its leader, broker {leader}, did not answer within {conn.config.timeout:g} s"
         elif error_code:
             error = kafka.errors.for_code(error_code).__name__
         result.append(
@@ -348,18 +451,18 @@ def get_topics(conn: ClusterConnection, include_internal: bool = False) -> list[
 
     def fetch(admin: KafkaAdminClient) -> list[TopicSummary]:
         topics = [t for t in admin.describe_topics() if include_internal or not t.get("is_internal")]
-        starts, ends, sizes, min_isr = _collect(admin, topics)
+        starts, ends, sizes, min_isr = _collect(admin, conn, topics)
         # Index the replica sizes by topic once, so summing is linear in partitions.
         by_topic: dict[str, dict[tuple[str, int, int], int]] = defaultdict(dict)
         for key, value in sizes.items():
             by_topic[key[0]][key] = value
         summaries = []
         for t in topics:
-            parts = _build_partitions(t, starts, ends, by_topic[t["name"]])
+            parts = _build_partitions(t, starts, ends, by_topic[t["name"]], conn)
             summaries.append(_summary(t, parts, by_topic[t["name"]], min_isr.get(t["name"])))
         return sorted(summaries, key=lambda s: s.name)
 
-    return conn.call(fetch, "topic list", requests=6)
+    return conn.call(fetch, "topic list", requests=6, retry=True)
 
 
 def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
@@ -370,22 +473,31 @@ def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
 
     def fetch(admin: KafkaAdminClient) -> TopicDetail:
         topic = _describe_topic(admin, conn, name)
-        starts, ends, sizes, _ = _collect(admin, [topic])
-        partitions = _build_partitions(topic, starts, ends, sizes)
-        configs = _topic_configs(admin, name)
-        min_isr = next((int(c.value) for c in configs if c.name == "min.insync.replicas" and c.value), None)
+        starts, ends, sizes, _ = _collect(admin, conn, [topic])
+        partitions = _build_partitions(topic, starts, ends, sizes, conn)
+        configs = _topic_configs(admin, conn, name)
+        min_isr = next((int(c.value) for c in configs or [] if c.name == "min.insync.replicas" and c.value), None)
         return TopicDetail(
             summary=_summary(topic, partitions, sizes, min_isr),
             topic_id=str(topic.get("topic_id")) if topic.get("topic_id") else None,
             partitions=partitions,
-            configs=configs,
+            configs=configs or [],
+            configs_error=None
+            if configs is not None
+            else (
+                f"The configuration is not shown: the brokers did not give it within {conn.config.timeout:g} s "
+                "(in ZooKeeper mode they read it from ZooKeeper, which may be down)."
+            ),
         )
 
-    return conn.call(fetch, "topic description", requests=8)
+    return conn.call(fetch, "topic description", requests=8, retry=True)
 
 
-def _topic_configs(admin: KafkaAdminClient, name: str) -> list[ConfigEntry]:
-    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)], config_filter="all")
+def _topic_configs(admin: KafkaAdminClient, conn: ClusterConnection, name: str) -> list[ConfigEntry] | None:
+    """The topic's configuration, or None when the brokers cannot give it in time (see _describe_configs)."""
+    described = _describe_configs(admin, conn, [ConfigResource(ConfigResourceType.TOPIC, name)])
+    if described is None:
+        return None
     entries = []
     for key, entry in sorted(described.get("topic", {}).get(name, {}).items()):
         source = str(entry.get("config_source", "UNKNOWN"))
@@ -424,11 +536,12 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
             for p in _partitions_of(described[0])
             if p.get("leader_id", -1) >= 0 and (only is None or p["partition_index"] == only)
         ]
-        starts = _offsets(admin, readable, OffsetSpec.EARLIEST)
-        ends = _offsets(admin, readable, OffsetSpec.LATEST)
-        return _build_partitions(described[0], starts, ends, {})
+        leaders = _leaders(described)
+        starts = _offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
+        ends = _offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+        return _build_partitions(described[0], starts, ends, {}, conn)
 
-    return conn.call(fetch, "partition offsets", requests=4)
+    return conn.call(fetch, "partition offsets", requests=4, retry=True)
 
 
 # ---------------------------------------------------------------- changes

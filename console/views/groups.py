@@ -60,7 +60,7 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse
         history=history_series(cluster, group, window),
         live_interval=settings.KAZAMI_LIVE_INTERVAL,
     )
-    return render(request, "groups/detail.html", context)
+    return render(request, "groups/detail.html", context, status=503 if context["error"] else 200)
 
 
 def _chosen(cluster: str, request: HttpRequest) -> list[groups.GroupLag]:

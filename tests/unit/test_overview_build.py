@@ -51,6 +51,7 @@ def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -
         "port": 9003,
         "rack": None,
         "alive": False,
+        "answering": False,
         "is_controller": False,
     }
 
