@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -17,13 +19,15 @@ from django.urls import reverse
 
 from broker import topics
 from broker.errors import KazamiError
-from broker.messages import ScanProgress, Tail
+from broker.messages import Message, ScanProgress, Tail
 from console import live
 from console.access import has
 from console.clusters import get_configs, get_connection
 from console.fragments import LIVE_FRAGMENTS
 from console.search import SearchSpec, run_search, search_spec_from
-from console.shown import ShownMessage, decoding_for, show
+from console.shown import Decoding, ShownMessage, decoding_for, show
+
+log = logging.getLogger(__name__)
 
 CLOSE_UNKNOWN = 4404
 CLOSE_LOGIN = 4401  # no session: log in first
@@ -66,7 +70,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         live.subscribe(self.key)
         self.subscribed = True
         try:
-            await self.send(text_data=await live.render(self.key))
+            await self.send(text_data=await live.first_fragment(self.key))
         except KazamiError:
             await self.close(code=CLOSE_UNKNOWN)
 
@@ -188,15 +192,41 @@ class SearchConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels 
         await self.send(text_data=html)
 
 
+TailKey = tuple[str, str, tuple[int, ...]]
+
+
+@dataclass(eq=False)
+class SharedTail:
+    """One reader of a topic (or of one partition) for every browser tailing it in this process: new
+    messages are read, decoded and drawn once however many watch, and the rows sent to each."""
+
+    cluster: str
+    tail: Tail
+    decoding: Decoding
+    watchers: set[TailConsumer] = field(default_factory=set)
+    pump: asyncio.Task[None] | None = None
+
+    def current(self) -> bool:
+        """Still reading for this event loop (a loop that ended, as in tests, leaves its task behind)."""
+        return self.pump is not None and not self.pump.done() and self.pump.get_loop() is asyncio.get_running_loop()
+
+
+_tails: dict[TailKey, SharedTail] = {}
+
+
+def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding) -> str:
+    return _rows([show(cluster, m, decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
+
+
 class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     """``/ws/clusters/<cluster>/topics/<topic>/tail/[?partition=N]``: new messages as they arrive, at most
     ``ROWS_PER_PUSH`` every ``PUSH_EVERY`` seconds; what a fast topic produces beyond that is skipped and
-    counted. {"action": "pause"} / {"action": "resume"}."""
+    counted. {"action": "pause"} / {"action": "resume"}. Browsers tailing the same partitions share one
+    reader (SharedTail)."""
 
     PUSH_EVERY = 0.5
     ROWS_PER_PUSH = 25
-    tail: Tail | None = None
-    pump: asyncio.Task[None] | None = None
+    shared: SharedTail | None = None
 
     async def connect(self) -> None:
         if code := await refusal(self.scope):
@@ -205,8 +235,7 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         kwargs = self.scope["url_route"]["kwargs"]
         self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
         self.paused = False
-        self.tail: Tail | None = None
-        self.pump: asyncio.Task[None] | None = None
+        self.shared: SharedTail | None = None
         if self.cluster not in get_configs():
             await self.close(code=CLOSE_UNKNOWN)
             return
@@ -222,18 +251,33 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self._status(f"Cannot tail: {exc}")
             await self.close()
             return
-        self.decoding = await sync_to_async(decoding_for, thread_sensitive=False)(self.cluster, self.topic)
-        self.tail = Tail(conn, self.topic, wanted)
-        self.tail.start()
-        self.pump = asyncio.get_running_loop().create_task(self._pump())
+        self.key: TailKey = (self.cluster, self.topic, tuple(wanted))
+        shared = _tails.get(self.key)
+        if shared is None or not shared.current():
+            decoding = await sync_to_async(decoding_for, thread_sensitive=False)(self.cluster, self.topic)
+            shared = _tails.get(self.key)  # another browser may have started it meanwhile
+            if shared is None or not shared.current():
+                shared = _tails[self.key] = SharedTail(self.cluster, Tail(conn, self.topic, wanted), decoding)
+                shared.tail.start()
+                shared.pump = asyncio.get_running_loop().create_task(_pump(self.key, shared))
+        self.shared = shared
+        self.received_before = shared.tail.received
+        self.shown = 0
+        shared.watchers.add(self)
         where = f"partition {wanted[0]}" if query.get("partition") else f"all {len(wanted)} partitions"
         await self._status(f"Waiting for new messages on {where}…")
 
     async def disconnect(self, code: int) -> None:
-        if self.tail is not None:
-            self.tail.stop()
-        if self.pump is not None:
-            self.pump.cancel()
+        shared = self.shared
+        if shared is None:
+            return
+        shared.watchers.discard(self)
+        if not shared.watchers:
+            shared.tail.stop()
+            if shared.pump is not None:
+                shared.pump.cancel()
+            if _tails.get(self.key) is shared:
+                del _tails[self.key]
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
@@ -247,25 +291,41 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     async def _status(self, text: str) -> None:
         await self.send(text_data=render_to_string("messages/_tail_status.html", {"status": text}))
 
-    async def _pump(self) -> None:
-        assert self.tail is not None
-        shown_total = 0
-        while True:
-            await asyncio.sleep(self.PUSH_EVERY)
-            if self.tail.error:
-                await self._status(self.tail.error)
-                return
-            if self.paused:
-                self.tail.discard()
-                continue
-            batch, dropped = self.tail.drain(self.ROWS_PER_PUSH)
-            skipped = dropped + self.tail.discard() if len(batch) == self.ROWS_PER_PUSH else dropped
-            if not batch and not skipped:
-                continue
-            shown = [show(self.cluster, m, self.decoding) for m in reversed(batch)]
-            shown_total += len(shown)
-            note = f" · {skipped} skipped to keep up" if skipped else ""
-            status = render_to_string(
-                "messages/_tail_status.html", {"status": f"{self.tail.received} received, {shown_total} shown{note}"}
-            )
-            await self.send(text_data=_rows(shown, "tail-rows", "afterbegin") + status)
+    async def push(self, rows: str, count: int, skipped: int) -> None:
+        """Send rows drawn by the shared reader, with this browser's own counts."""
+        assert self.shared is not None
+        self.shown += count
+        note = f" · {skipped} skipped to keep up" if skipped else ""
+        received = self.shared.tail.received - self.received_before
+        status = render_to_string(
+            "messages/_tail_status.html", {"status": f"{received} received, {self.shown} shown{note}"}
+        )
+        await self.send(text_data=rows + status)
+
+
+async def _pump(key: TailKey, shared: SharedTail) -> None:
+    """Every PUSH_EVERY: what the reader got since, drawn once (in a worker thread, off the event loop),
+    to every watcher that is not paused."""
+    tail = shared.tail
+    while True:
+        await asyncio.sleep(TailConsumer.PUSH_EVERY)
+        if tail.error:
+            for watcher in list(shared.watchers):
+                await watcher._status(tail.error)
+            if _tails.get(key) is shared:
+                del _tails[key]
+            return
+        if not any(not w.paused for w in shared.watchers):
+            tail.discard()  # nobody shows them
+            continue
+        batch, dropped = tail.drain(TailConsumer.ROWS_PER_PUSH)
+        skipped = dropped + tail.discard() if len(batch) == TailConsumer.ROWS_PER_PUSH else dropped
+        if not batch and not skipped:
+            continue
+        rows = await sync_to_async(_tail_rows, thread_sensitive=False)(shared.cluster, batch, shared.decoding)
+        for watcher in list(shared.watchers):
+            if not watcher.paused:
+                try:
+                    await watcher.push(rows, len(batch), skipped)
+                except Exception:  # one browser gone wrong does not stop the others' tail
+                    log.warning("a tail push to one browser failed", exc_info=True)

@@ -2,7 +2,8 @@
 
 Consumers subscribe; the first subscriber starts the poller, the last one to leave stops
 it. Each round renders the view's fragment once and sends it to the channel-layer group,
-however many browsers watch, so Kafka sees one request per interval, not one per tab.
+however many browsers watch, so Kafka sees one request per interval, not one per tab. A
+browser that opens a view others watch is first sent the fragment they were last sent.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def group_name(key: Key) -> str:
 class _Poller:
     subscribers: int = 0
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    # The fragment last sent to the view's watchers, or the render under way for its first watcher: what a
+    # browser that opens the view is sent first (rendering it once per browser would cost a render per
+    # page view, and a burst of browsers opening a view would queue as many renders).
+    latest: asyncio.Future[str] | None = field(default=None, repr=False)
 
 
 _pollers: dict[Key, _Poller] = {}
@@ -51,7 +56,18 @@ async def render(key: Key) -> str:
     return await sync_to_async(renderer, thread_sensitive=False)(cluster, dict(params))
 
 
-async def _run(key: Key) -> None:
+async def first_fragment(key: Key) -> str:
+    """The fragment for a browser that just subscribed to ``key``: the one its other watchers were last
+    sent, else the render under way for them, else a new render. Raises what the renderer raises."""
+    poller = _pollers[key]
+    latest = poller.latest
+    if latest is None or (latest.done() and (latest.cancelled() or latest.exception() is not None)):
+        latest = poller.latest = asyncio.ensure_future(render(key))
+    # Shielded: a browser that leaves does not cancel the render the others wait for.
+    return await asyncio.shield(latest)
+
+
+async def _run(key: Key, poller: _Poller) -> None:
     layer = get_channel_layer()
     assert layer is not None
     group = group_name(key)
@@ -62,6 +78,8 @@ async def _run(key: Key) -> None:
         except Exception:
             log.exception("live view %s failed to render", key)
             continue
+        poller.latest = asyncio.get_running_loop().create_future()
+        poller.latest.set_result(html)
         await layer.group_send(group, {"type": "live.fragment", "html": html})
 
 
@@ -69,7 +87,7 @@ def subscribe(key: Key) -> None:
     poller = _pollers.setdefault(key, _Poller())
     poller.subscribers += 1
     if poller.task is None or poller.task.done():
-        poller.task = asyncio.get_running_loop().create_task(_run(key))
+        poller.task = asyncio.get_running_loop().create_task(_run(key, poller))
 
 
 def unsubscribe(key: Key) -> None:
