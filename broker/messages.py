@@ -405,10 +405,12 @@ def find_by_key(
     conn: ClusterConnection, topic: str, key: bytes, max_scan: int = 200_000, max_matches: int = 100
 ) -> KeySearch:
     """The messages whose key is ``key``, scanning only the partition the default partitioner gives it
-    (the newest ``max_scan`` messages of it). Raises TopicNotFound, ClusterUnavailable."""
+    (the newest ``max_scan`` messages of it). Raises TopicNotFound, PartitionUnavailable (that partition
+    cannot be read now: not searched, so not reported empty), ClusterUnavailable."""
     infos = get_topic_partitions(conn, topic)
     count = len(infos)
     partition = partition_for_key(key, count)
+    _readable(_pick(infos, topic, partition), topic)
     reason = (
         f"Kafka's default partitioner sends key {key[:40]!r} to partition {partition} of {count} "
         f"(murmur2 of the key bytes, modulo {count}); producers using it write this key nowhere else."
