@@ -1,23 +1,30 @@
-"""`make bench` / `python -m bench [name ...]`: run the benchmarks and write bench/results/."""
+"""`make bench` / `python -m bench [name ...] [--clients N --rate R --duration S]`: run the benchmarks and
+write bench/results/ (the options size the load benchmark)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from bench import bench_groups, bench_messages, bench_overview, bench_topics, bench_up
+from bench import bench_groups, bench_load, bench_messages, bench_overview, bench_topics, bench_up
 from bench.bench_up import DATA
-from bench.common import REPO, RESULTS
+from bench.common import BASE_PORT, REPO, RESULTS, ZOOKEEPER_PORT
 
-BENCHMARKS = {
+BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "cluster_up": bench_up.run,
     "overview_latency": bench_overview.run,
     "message_page": bench_messages.run,
     "topic_list": bench_topics.run,
     "group_lag": bench_groups.run,
+    "load": bench_load.run,
 }
+# Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
+# so that its brokers take no CPU from the load).
+OWN_CLUSTER = {"cluster_up", "load"}
 
 
 def write_summary() -> None:
@@ -39,37 +46,60 @@ def write_summary() -> None:
     (RESULTS / "summary.md").write_text("\n".join(lines))
 
 
+def shared_cluster(command: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "broker.local", "--data", str(DATA), command]
+        + (["--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)] if command == "up" else []),
+        cwd=REPO,
+        check=command == "up",
+        capture_output=command == "down",
+    )
+
+
 def main(argv: list[str]) -> int:
-    chosen = argv or list(BENCHMARKS)
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Run the benchmarks (all by default).")
+    parser.add_argument("names", nargs="*", metavar="name", help=f"any of: {', '.join(BENCHMARKS)}")
+    load = parser.add_argument_group("load benchmark")
+    load.add_argument("--clients", type=int, default=bench_load.CLIENTS, help="websocket clients (%(default)s)")
+    load.add_argument("--rate", type=float, default=bench_load.RATE, help="HTTP requests a second (%(default)s)")
+    load.add_argument("--duration", type=float, default=bench_load.DURATION_S, help="seconds of load (%(default)s)")
+    load.add_argument(
+        "--reference", type=float, default=bench_load.REFERENCE_S, help="seconds of the reference (%(default)s)"
+    )
+    load.add_argument(
+        "--live-interval", type=float, default=bench_load.LIVE_INTERVAL_S, help="KAZAMI_LIVE_INTERVAL (%(default)s)"
+    )
+    args = parser.parse_args(argv)
+    chosen = args.names or list(BENCHMARKS)
     unknown = [name for name in chosen if name not in BENCHMARKS]
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
-    try:
-        if "cluster_up" not in chosen:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "broker.local",
-                    "--data",
-                    str(DATA),
-                    "up",
-                    "--zookeeper-port",
-                    "13181",
-                    "--base-port",
-                    "13092",
-                ],
-                cwd=REPO,
-                check=True,
-            )
-        for name in chosen:
-            print(f"== {name}", flush=True)
-            print(json.dumps(BENCHMARKS[name](), indent=2), flush=True)
-    finally:
-        subprocess.run(
-            [sys.executable, "-m", "broker.local", "--data", str(DATA), "down"], cwd=REPO, capture_output=True
+
+    def load_sized() -> dict[str, Any]:
+        return bench_load.run(
+            clients=args.clients,
+            rate=args.rate,
+            duration=args.duration,
+            reference=args.reference,
+            live_interval=args.live_interval,
         )
+
+    benchmarks = {**BENCHMARKS, "load": load_sized}
+    shared_up = False
+    try:
+        for name in chosen:
+            if name not in OWN_CLUSTER and not shared_up:
+                shared_cluster("up")
+                shared_up = True
+            elif name == "load" and shared_up:
+                shared_cluster("down")
+                shared_up = False
+            print(f"== {name}", flush=True)
+            print(json.dumps(benchmarks[name](), indent=2), flush=True)
+            shared_up = shared_up or name == "cluster_up"  # it leaves the shared cluster running
+    finally:
+        shared_cluster("down")
     write_summary()
     print(f"results in {RESULTS}")
     return 0

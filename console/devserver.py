@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,6 +22,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class ServedConsole:
+    url: str  # http://127.0.0.1:<port>
+    pid: int  # of the Daphne process (e.g. to read its memory from /proc/<pid>/status)
+    log: Path
+
+
 @contextmanager
 def running_console(
     var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None
@@ -29,6 +37,15 @@ def running_console(
     current environment, its database and files in ``var``, with ``users`` (name -> (role, password));
     yields its base URL. Raises RuntimeError when it does not answer /healthz within 30 s (its log is
     var/daphne.log)."""
+    with console_process(var, settings, users) as served:
+        yield served.url
+
+
+@contextmanager
+def console_process(
+    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None
+) -> Iterator[ServedConsole]:
+    """:func:`running_console`, yielding the process's pid and log too."""
     env = {
         **os.environ,
         "KAZAMI_VAR_DIR": str(var),
@@ -60,7 +77,7 @@ def running_console(
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError(f"the console did not start; see {var / 'daphne.log'}") from None
                 time.sleep(0.2)
-        yield url
+        yield ServedConsole(url=url, pid=server.pid, log=var / "daphne.log")
     finally:
         server.terminate()
         try:
