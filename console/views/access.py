@@ -7,7 +7,9 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -21,7 +23,38 @@ from console.listing import Listing
 from console.models import AuditEntry
 from console.params import int_param
 
-login = access.public(auth_views.LoginView.as_view(template_name="access/login.html", redirect_authenticated_user=True))
+# Failed logins per user name, counted in Django's cache for a quarter of an hour. (Not per address:
+# behind a reverse proxy every user shares one, and a stranger could lock everybody out.)
+LOGIN_FAILURES_ALLOWED = 10
+LOGIN_LOCK_SECONDS = 15 * 60
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, refusing with 429 after LOGIN_FAILURES_ALLOWED failures for the same user name,
+    until LOGIN_LOCK_SECONDS pass without one."""
+
+    template_name = "access/login.html"
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        keys = _failure_keys(request)
+        if any(cache.get(key, 0) >= LOGIN_FAILURES_ALLOWED for key in keys):
+            message = f"Too many failed logins; try again in {LOGIN_LOCK_SECONDS // 60} minutes."
+            context = {"form": AuthenticationForm(request), "locked": message}
+            return render(request, self.template_name, context, status=429)
+        response: HttpResponse = super().post(request, *args, **kwargs)
+        if response.status_code == 200:  # the form again: a failure
+            for key in keys:
+                cache.set(key, cache.get(key, 0) + 1, LOGIN_LOCK_SECONDS)
+        return response
+
+
+def _failure_keys(request: HttpRequest) -> list[str]:
+    name = str(request.POST.get("username", "")).strip().lower()[:150]
+    return [f"kazami-login-user:{name}"]
+
+
+login = access.public(LoginView.as_view())
 logout = access.public(auth_views.LogoutView.as_view())
 
 AUDIT_FILTERS = ("user", "cluster", "action", "outcome")

@@ -100,6 +100,27 @@ def test_logging_in_through_the_form_opens_the_page_asked_for_and_logging_out_cl
     assert client.get("/clusters/local/topics/").status_code == 302
 
 
+def test_repeated_failed_logins_lock_that_user_name_out_for_a_while() -> None:
+    from django.core.cache import cache
+
+    from console.views.access import LOGIN_FAILURES_ALLOWED
+
+    cache.clear()
+    console_user("viewer", "vic")
+    client = Client(REMOTE_ADDR="10.0.0.7")
+    for _ in range(LOGIN_FAILURES_ALLOWED):
+        assert client.post("/login/", {"username": "vic", "password": "guess"}).status_code == 200
+    locked = client.post("/login/", {"username": "vic", "password": "test-password-1"})
+    assert locked.status_code == 429
+    assert "Too many failed logins" in locked.content.decode()
+    assert "_auth_user_id" not in client.session
+    # Another user from another address is not affected.
+    console_user("viewer", "val")
+    other = Client(REMOTE_ADDR="10.0.0.8")
+    assert other.post("/login/", {"username": "val", "password": "test-password-1"}).status_code == 302
+    cache.clear()
+
+
 def test_a_user_without_a_role_is_refused_with_403() -> None:
     from django.contrib.auth.models import User
 
