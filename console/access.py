@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Group, Permission
@@ -271,17 +272,11 @@ class AccessMiddleware:
         if not request.user.is_authenticated:
             if wants_json(request):
                 return JsonResponse({"error": "login_required", "message": "Log in first."}, status=401)
-            return redirect(f"{settings.LOGIN_URL}?next={_quoted(request.get_full_path())}")
+            return redirect(f"{settings.LOGIN_URL}?next={quote(request.get_full_path(), safe='/')}")
         message = f"{request.user.get_username()} has no role yet; an admin can give one on the Users page."
         if wants_json(request):
             return JsonResponse({"error": "forbidden", "message": message}, status=403)
         return render(request, "errors/error.html", {"status": 403, "message": message}, status=403)
-
-
-def _quoted(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(path, safe="/")
 
 
 class Abilities:

@@ -96,14 +96,14 @@ def page_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     message = f"Nothing at {request.path}."
-    if request.path.startswith("/api/"):
+    if wants_json(request):
         return json_error(404, "not_found", message)
     return render(request, "errors/error.html", {"status": 404, "message": message}, status=404)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
     message = "The console failed to answer this request; the error is in its log."
-    if request.path.startswith("/api/"):
+    if wants_json(request):
         return json_error(500, "internal_error", message)
     return render(request, "errors/error.html", {"status": 500, "message": message}, status=500)
 
@@ -117,6 +117,6 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if request.path.startswith("/api/"):
+    if wants_json(request):
         return json_error(400, "bad_request", "Bad request.")
     return render(request, "errors/error.html", {"status": 400, "message": "Bad request."}, status=400)

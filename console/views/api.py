@@ -15,7 +15,8 @@ from broker.cluster import get_overview
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
 from broker.resets import parse_spec
-from console.access import guard, needs, perform, public
+from console import changes
+from console.access import guard, needs, public
 from console.clusters import get_configs, get_connection
 from console.errors import api_view
 from console.forms import (
@@ -129,16 +130,7 @@ def _create_topic(request: HttpRequest, cluster: str) -> JsonResponse:
     conn = get_connection(cluster)
     form = _form(CreateTopicForm, request)
     data = form.cleaned_data
-    perform(
-        request,
-        "topic.create",
-        cluster,
-        data["name"],
-        {"partitions": data["partitions"], "replication_factor": data["replication_factor"], **form.topic_configs()},
-        lambda: topics.do_create_topic(
-            conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
-        ),
-    )
+    changes.create_topic(request, conn, cluster, form)
     return JsonResponse(topics.get_topic(conn, data["name"]).as_dict(), status=201)
 
 
@@ -148,7 +140,7 @@ def _create_topic(request: HttpRequest, cluster: str) -> JsonResponse:
 def topic_delete(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     _form(DeleteTopicForm, request, topic=topic)
-    perform(request, "topic.delete", cluster, topic, {}, lambda: topics.do_delete_topic(conn, topic))
+    changes.delete_topic(request, conn, cluster, topic)
     return {"deleted": topic}
 
 
@@ -158,15 +150,7 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> Any:
 def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(AddPartitionsForm, request)
-    total = form.cleaned_data["total"]
-    perform(
-        request,
-        "topic.add_partitions",
-        cluster,
-        topic,
-        {"total": total},
-        lambda: topics.do_add_partitions(conn, topic, total),
-    )
+    changes.add_partitions(request, conn, cluster, topic, form.cleaned_data["total"])
     return {"topic": topic, "partitions": form.cleaned_data["total"]}
 
 
@@ -176,15 +160,7 @@ def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Any:
 def topic_configs(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(ConfigForm, request)
-    chosen, reset = form.cleaned_data["set_configs"], form.cleaned_data["reset"]
-    perform(
-        request,
-        "topic.configs",
-        cluster,
-        topic,
-        {"set": chosen, "reset": reset},
-        lambda: topics.do_alter_topic_configs(conn, topic, chosen, reset),
-    )
+    changes.alter_configs(request, conn, cluster, topic, form.cleaned_data["set_configs"], form.cleaned_data["reset"])
     return {"topic": topic, "set": form.cleaned_data["set_configs"], "reset": form.cleaned_data["reset"]}
 
 
@@ -195,14 +171,7 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Any:
     conn = get_connection(cluster)
     form = _form(DeleteRecordsForm, request)
     plan = records_plan(conn, topic, form.cleaned_data["partition"], form.cleaned_data["before_offset"])
-    low = perform(
-        request,
-        "topic.delete_records",
-        cluster,
-        topic,
-        {"before_offsets": {str(p): o for p, o in sorted(plan.items())}},
-        lambda: topics.do_delete_records(conn, topic, plan),
-    )
+    low = changes.delete_records(request, conn, cluster, topic, plan)
     return {"topic": topic, "start_offsets": {str(p): o for p, o in sorted(low.items())}}
 
 
@@ -287,23 +256,7 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
 def produce(request: HttpRequest, cluster: str, topic: str) -> Any:
     # A body without formats means text, and no key at all means a null key.
     form = _form(ProduceForm, request, defaults={"value_format": "text", "key_format": "none"})
-    data = form.cleaned_data
-    done = perform(
-        request,
-        "message.produce",
-        cluster,
-        topic,
-        form.audit_params(),
-        lambda: messages.do_produce(
-            get_connection(cluster),
-            topic,
-            data["key_bytes"],
-            data["value_bytes"],
-            data["header_list"],
-            data.get("partition"),
-        ),
-        lambda d: f"written to partition {d.partition} at offset {d.offset}",
-    )
+    done = changes.produce(request, get_connection(cluster), cluster, topic, form)
     return JsonResponse(
         {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
         status=201,
@@ -370,15 +323,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
     if dry_run:
         result = groups.do_reset_offsets(conn, group, topics_wanted, spec, dry_run=True)
     else:
-        result = perform(
-            request,
-            "group.reset_offsets",
-            cluster,
-            group,
-            {"strategy": spec.strategy, "value": value, "topics": topics_wanted or "every consumed topic"},
-            lambda: groups.do_reset_offsets(conn, group, topics_wanted, spec, dry_run=False),
-            lambda r: f"{len(r.planned)} partitions reset",
-        )
+        result = changes.reset_offsets(request, conn, cluster, group, topics_wanted, spec, value)
     return {
         "group_id": group,
         "dry_run": not result.executed,
@@ -402,7 +347,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
 @api_view
 @needs("group.delete")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> Any:
-    perform(request, "group.delete", cluster, group, {}, lambda: groups.do_delete_group(get_connection(cluster), group))
+    changes.delete_group(request, get_connection(cluster), cluster, group)
     return {"deleted": group}
 
 
@@ -413,13 +358,5 @@ def group_delete_offsets(request: HttpRequest, cluster: str, group: str) -> Any:
     topic = _body(request).get("topic")
     if not isinstance(topic, str) or not topic:
         raise InvalidInput("topic is required.")
-    count = perform(
-        request,
-        "group.delete_offsets",
-        cluster,
-        group,
-        {"topic": topic},
-        lambda: groups.do_delete_offsets(get_connection(cluster), group, topic),
-        lambda n: f"offsets of {n} partitions deleted",
-    )
+    count = changes.delete_offsets(request, get_connection(cluster), cluster, group, topic)
     return {"group_id": group, "topic": topic, "partitions": count}

@@ -15,7 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker import groups
 from broker.errors import InvalidInput, KazamiError
-from console.access import needs, perform, token_allowed
+from console import changes
+from console.access import needs, token_allowed
 from console.clusters import get_configs, get_connection
 from console.errors import page_view, status_of
 from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm
@@ -188,19 +189,7 @@ def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
         chosen, spec = form.cleaned_data["topics"] or None, form.cleaned_data["spec"]
         try:
             if execute:
-                result = perform(
-                    request,
-                    "group.reset_offsets",
-                    cluster,
-                    group,
-                    {
-                        "strategy": spec.strategy,
-                        "value": request.POST.get("value"),
-                        "topics": chosen or "every consumed topic",
-                    },
-                    lambda: groups.do_reset_offsets(conn, group, chosen, spec, dry_run=False),
-                    lambda r: f"{len(r.planned)} partitions reset",
-                )
+                result = changes.reset_offsets(request, conn, cluster, group, chosen, spec, request.POST.get("value"))
             else:
                 result = groups.do_reset_offsets(conn, group, chosen, spec, dry_run=True)
         except KazamiError as exc:
@@ -228,7 +217,7 @@ def delete_group(request: HttpRequest, cluster: str, group: str) -> HttpResponse
     if not form.is_valid():
         messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect("group-reset", cluster=cluster, group=group)
-    perform(request, "group.delete", cluster, group, {}, lambda: groups.do_delete_group(conn, group))
+    changes.delete_group(request, conn, cluster, group)
     messages.success(request, f"Group {group} deleted.")
     return redirect("group-list", cluster=cluster)
 
@@ -242,15 +231,7 @@ def delete_offsets(request: HttpRequest, cluster: str, group: str) -> HttpRespon
     if not form.is_valid():
         raise InvalidInput("topic is required.")
     topic = form.cleaned_data["topic"]
-    count = perform(
-        request,
-        "group.delete_offsets",
-        cluster,
-        group,
-        {"topic": topic},
-        lambda: groups.do_delete_offsets(conn, group, topic),
-        lambda n: f"offsets of {n} partitions deleted",
-    )
+    count = changes.delete_offsets(request, conn, cluster, group, topic)
     messages.success(
         request, f"Committed offsets of {group} on {form.cleaned_data['topic']} deleted ({count} partitions)."
     )

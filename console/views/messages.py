@@ -16,6 +16,7 @@ from broker import messages, topics
 from broker.decode import DECODINGS, SchemaError, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
 from broker.query import describe_syntax
+from console import changes
 from console.access import needs, perform
 from console.clusters import get_connection
 from console.errors import page_view, status_of
@@ -201,17 +202,7 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                context["produced"] = perform(
-                    request,
-                    "message.produce",
-                    cluster,
-                    topic,
-                    form.audit_params(),
-                    lambda: messages.do_produce(
-                        conn, topic, data["key_bytes"], data["value_bytes"], data["header_list"], data.get("partition")
-                    ),
-                    lambda d: f"written to partition {d.partition} at offset {d.offset}",
-                )
+                context["produced"] = changes.produce(request, conn, cluster, topic, form)
                 context["form"] = ProduceForm(initial={k: data.get(k) for k in ("key_format", "value_format")})
             except KazamiError as exc:
                 status = status_of(exc)[0]

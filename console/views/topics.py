@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker import topics
 from broker.errors import AlreadyExists, KafkaRefused, KazamiError
 from broker.topics import TopicSummary
-from console.access import needs, perform
+from console import changes
+from console.access import needs
 from console.clusters import get_connection
 from console.errors import page_view, status_of
 from console.forms import AddPartitionsForm, ConfigForm, CreateTopicForm, DeleteRecordsForm, DeleteTopicForm
@@ -90,20 +91,7 @@ def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                perform(
-                    request,
-                    "topic.create",
-                    cluster,
-                    data["name"],
-                    {
-                        "partitions": data["partitions"],
-                        "replication_factor": data["replication_factor"],
-                        **form.topic_configs(),
-                    },
-                    lambda: topics.do_create_topic(
-                        conn, data["name"], data["partitions"], data["replication_factor"], form.topic_configs()
-                    ),
-                )
+                changes.create_topic(request, conn, cluster, form)
             except (AlreadyExists, KafkaRefused) as exc:
                 form.add_error(None, str(exc))
                 status = status_of(exc)[0]
@@ -162,19 +150,16 @@ def _change(
     action: Any,
     done: str,
     summary: Any,
-    audit: tuple[str, Any],
 ) -> HttpResponse:
     """Validate ``form``; show ``summary(form.cleaned_data)`` for confirmation; then run
-    ``action(form.cleaned_data)`` as the audited change ``audit`` = (action name, params of the
-    cleaned data); a refusal goes back onto the form."""
+    ``action(form.cleaned_data)`` (one of console.changes); a refusal goes back onto the form."""
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, **{name: form, "open_form": name})
     if not confirmed(request):
         title, lines, danger = summary(form.cleaned_data)
         return confirm_page(request, cluster, title, lines, reverse("topic-detail", args=[cluster, topic]), danger)
     try:
-        data = form.cleaned_data
-        perform(request, audit[0], cluster, topic, audit[1](data), lambda: action(data))
+        action(form.cleaned_data)
     except KazamiError as exc:
         status = status_of(exc)[0]
         if status in (404, 503):
@@ -210,10 +195,9 @@ def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Http
         topic,
         form,
         "partitions_form",
-        lambda d: topics.do_add_partitions(conn, topic, d["total"]),
+        lambda d: changes.add_partitions(request, conn, cluster, topic, d["total"]),
         f"Topic {topic} now has {request.POST.get('total')} partitions.",
         summary,
-        ("topic.add_partitions", lambda d: {"total": d["total"]}),
     )
 
 
@@ -229,7 +213,7 @@ def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
         topic,
         form,
         "config_form",
-        lambda d: topics.do_alter_topic_configs(conn, topic, d["set_configs"], d["reset"]),
+        lambda d: changes.alter_configs(request, conn, cluster, topic, d["set_configs"], d["reset"]),
         "Configuration changed.",
         lambda d: (
             f"Change the configuration of {topic}?",
@@ -237,7 +221,6 @@ def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
             + [f"Reset {k} to the broker's default" for k in d["reset"]],
             False,
         ),
-        ("topic.configs", lambda d: {"set": d["set_configs"], "reset": d["reset"]}),
     )
 
 
@@ -249,7 +232,8 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Http
     form = DeleteRecordsForm(request.POST)
 
     def delete(data: dict[str, Any]) -> None:
-        topics.do_delete_records(conn, topic, records_plan(conn, topic, data["partition"], data["before_offset"]))
+        plan = records_plan(conn, topic, data["partition"], data["before_offset"])
+        changes.delete_records(request, conn, cluster, topic, plan)
 
     def summary(data: dict[str, Any]) -> tuple[str, list[str], bool]:
         plan = records_plan(conn, topic, data["partition"], data["before_offset"])
@@ -273,7 +257,6 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Http
         delete,
         "Records deleted.",
         summary,
-        ("topic.delete_records", lambda d: {"partition": d["partition"], "before_offset": d["before_offset"]}),
     )
 
 
@@ -294,6 +277,6 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     form = DeleteTopicForm(request.POST, topic=topic)
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, delete_form=form, open_form="delete_form")
-    perform(request, "topic.delete", cluster, topic, {}, lambda: topics.do_delete_topic(conn, topic))
+    changes.delete_topic(request, conn, cluster, topic)
     messages.success(request, f"Topic {topic} deleted.")
     return redirect("topic-list", cluster=cluster)
