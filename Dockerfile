@@ -28,4 +28,4 @@ RUN useradd --system --uid 10001 --home-dir /app --no-create-home kazami \
 USER kazami
 
 EXPOSE 8888
-CMD ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b 0.0.0.0 -p 8888 console.asgi:application"]
+CMD ["sh", "-c", "python manage.py migrate --noinput && exec python -m console.serve --host 0.0.0.0 --port 8888"]

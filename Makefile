@@ -61,7 +61,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) console.asgi:application
+	$(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)
 	$(PY) -m pytest

@@ -66,6 +66,7 @@ def main(argv: list[str]) -> int:
     load.add_argument(
         "--reference", type=float, default=bench_load.REFERENCE_S, help="seconds of the reference (%(default)s)"
     )
+    load.add_argument("--workers", type=int, default=None, help="console processes (KAZAMI_WORKERS, or one per core)")
     load.add_argument(
         "--live-interval", type=float, default=bench_load.LIVE_INTERVAL_S, help="KAZAMI_LIVE_INTERVAL (%(default)s)"
     )
@@ -83,6 +84,7 @@ def main(argv: list[str]) -> int:
             duration=args.duration,
             reference=args.reference,
             live_interval=args.live_interval,
+            workers=args.workers,
         )
 
     benchmarks = {**BENCHMARKS, "load": load_sized}

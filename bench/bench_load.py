@@ -47,6 +47,7 @@ from kafka.structs import OffsetAndMetadata
 
 from bench.common import BASE_PORT, BENCH_VAR, ZOOKEEPER_PORT, percentile, write_result
 from console.devserver import ServedConsole, console_process
+from console.serve import default_workers
 
 CLIENTS, RATE, DURATION_S, REFERENCE_S = 200, 50.0, 60.0, 20.0
 LIVE_INTERVAL_S = 3.0  # the console's default KAZAMI_LIVE_INTERVAL
@@ -352,24 +353,29 @@ async def watch(session: aiohttp.ClientSession, url: str, origin: str, watcher: 
 
 
 class Memory:
-    """The console process's RSS every second, and CPU use by phase of the run: the console's, this load
-    generator's (on the same machine) and the whole machine's."""
+    """The console's RSS every second (its serving process and workers together), and CPU use by phase
+    of the run: the console's, this load generator's (on the same machine) and the whole machine's."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, served: ServedConsole) -> None:
+        self.pids = served.pids()
         self.phase = "start"
         self.samples: list[tuple[str, float, float]] = []  # (phase, time, RSS MB)
         self.marks: dict[str, tuple[float, ...]] = {}  # phase -> (wall, console, client, machine busy, total)
 
     def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS")
+        total = 0.0
+        for pid in self.pids:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        return total
 
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for pid in self.pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     @staticmethod
     def machine_s() -> tuple[float, float]:
@@ -428,7 +434,7 @@ async def load(served: ServedConsole, plan: Plan) -> dict[str, Any]:
     mix = request_mix(rng, plan.ends)
     cookie = await log_in(url, *VIEWER)
     headers = {"Cookie": f"sessionid={cookie}"}
-    memory = Memory(served.pid)
+    memory = Memory(served)
     http = aiohttp.ClientSession(
         headers=headers,
         cookie_jar=aiohttp.DummyCookieJar(),
@@ -579,12 +585,15 @@ def run(
     live_interval: float = LIVE_INTERVAL_S,
     messages_per_partition: int = MESSAGES_PER_PARTITION,
     write: bool = True,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """The benchmark against the cluster at ``bootstrap`` (its own embedded cluster when None); writes
     bench/results/load.json when ``write``."""
     if bootstrap is None:
         with own_cluster() as (servers, zk):
-            return run(servers, zk, clients, rate, duration, reference, live_interval, messages_per_partition, write)
+            return run(
+                servers, zk, clients, rate, duration, reference, live_interval, messages_per_partition, write, workers
+            )
     ends = prepare(bootstrap, messages_per_partition)
     settings = {
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
@@ -593,14 +602,18 @@ def run(
         "KAZAMI_ANONYMOUS_READ": "0",
         "KAZAMI_LIVE_INTERVAL": str(live_interval),
         "KAZAMI_LAG_SAMPLER": "1",
+        "KAZAMI_MAX_AGE": "1.0",  # the console's default (the tests' environment asks every time)
     }
     plan = Plan(clients, rate, duration, reference, ends)
     var = Path(tempfile.mkdtemp(prefix="kazami-bench-load-"))
-    with console_process(var, settings, {VIEWER[0]: ("viewer", VIEWER[1])}) as served, TailWriter(bootstrap):
+    workers = workers or default_workers()
+    users = {VIEWER[0]: ("viewer", VIEWER[1])}
+    with console_process(var, settings, users, workers) as served, TailWriter(bootstrap):
         figures = asyncio.run(load(served, plan))
     with_ws, without = figures["console_http_with_websockets"], figures["reference_http_without_websockets"]
     result = {
         "clients": clients,
+        "console_workers": workers,
         "rate_per_s": rate,
         "duration_s": duration,
         "reference_duration_s": reference,

@@ -93,8 +93,11 @@ def get_overview(conn: ClusterConnection) -> ClusterOverview:
         topics = admin.describe_topics()
         return cluster, topics, _protocol_version(admin, conn, cluster.get("controller_id"))
 
-    cluster, topics, version = conn.call(fetch, "overview", requests=3, retry=True)
-    return build_overview(conn, cluster, topics, version)
+    def answer() -> ClusterOverview:
+        cluster, topics, version = conn.call(fetch, "overview", requests=3, retry=True)
+        return build_overview(conn, cluster, topics, version)
+
+    return conn.reads.get(("overview",), answer)
 
 
 def _protocol_version(admin: KafkaAdminClient, conn: ClusterConnection, controller: int | None) -> str | None:

@@ -37,6 +37,9 @@ class ClusterConfig:
     read_only: bool = False
     # Seconds any one Kafka call may take before the cluster counts as unavailable.
     timeout: float = 2.5
+    # Seconds an answer about the cluster (topic list, a topic, the groups) is shared by the pages and
+    # live views asking the same; 0 asks the cluster every time (see broker/sharing.py).
+    max_age: float = 1.0
 
     def __post_init__(self) -> None:
         check_cluster_config(self)
@@ -191,6 +194,8 @@ def check_cluster_config(config: ClusterConfig) -> None:
             raise ConfigError(f"{where}: SASL needs a username and a password.")
     if config.timeout <= 0:
         raise ConfigError(f"{where}: the time-out must be positive.")
+    if config.max_age < 0:
+        raise ConfigError(f"{where}: max_age must not be negative.")
 
 
 def split_servers(value: str) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from kafka.net.compat import KafkaNetClient
 from broker.config import ClusterConfig, ssl_context
 from broker.diagnose import diagnose_refusal
 from broker.errors import ClusterAuthFailed, ClusterUnavailable
+from broker.sharing import SharedReads, Timestamps
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -116,6 +117,14 @@ def keep_out_of_logs(*secrets: str) -> None:
             _redact.add(secret)
 
 
+# Consumers by purpose: pages of messages (up to 1 MB a partition per fetch), and the lag-in-time
+# lookup, which wants one message at each of many offsets (a small fetch each).
+CONSUMER_OPTIONS: dict[str, dict[str, int]] = {
+    "reader": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1024 * 1024},
+    "lag-time": {"fetch_max_wait_ms": 50, "max_partition_fetch_bytes": 16 * 1024},
+}
+
+
 class ClusterConnection:
     """Admin access to one cluster, shared by every request of the process."""
 
@@ -133,8 +142,11 @@ class ClusterConnection:
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"kafka-{config.name}")
         # Brokers seen alive before, by id: a broker that stops is still listed (as down).
         self.known_brokers: dict[int, tuple[str, int, str | None]] = {}
-        # Idle consumers for reading messages (a consumer serves one caller at a time).
-        self._consumers: queue.LifoQueue[KafkaConsumer] = queue.LifoQueue(maxsize=4)
+        # Idle consumers by purpose (a consumer serves one caller at a time): reading messages, and the
+        # small reads of the lag-in-time lookup.
+        self._consumers: dict[str, queue.LifoQueue[KafkaConsumer]] = {
+            purpose: queue.LifoQueue(maxsize=4) for purpose in CONSUMER_OPTIONS
+        }
         self._producer: KafkaProducer | None = None
         # Broker id -> until when it counts as silent (time.monotonic()).
         self._silent: dict[int, float] = {}
@@ -142,6 +154,10 @@ class ClusterConnection:
         # ZooKeeper-mode broker reads them from ZooKeeper and holds the request, and one of its request
         # threads, for as long as ZooKeeper is down; broker.topics does not ask again until it is back.
         self.configs_stalled_at: float | None = None
+        # Answers shared by callers asking the same within config.max_age (broker/sharing.py), and the
+        # timestamps of messages the lag-in-time lookup has read.
+        self.reads = SharedReads(config.max_age)
+        self.timestamps = Timestamps()
 
     def mark_silent(self, broker: int) -> None:
         """Note that ``broker`` did not answer a request sent to it alone."""
@@ -235,6 +251,14 @@ class ClusterConnection:
         credentials, ConfigError when the TLS files do not load; other Kafka errors pass through for
         the caller to map.
         """
+        try:
+            return self._call(fn, what, requests, retry)
+        finally:
+            if not retry:
+                # A change (only reads are retried): answers kept from before it are out of date.
+                self.reads.forget()
+
+    def _call(self, fn: Callable[[KafkaAdminClient], T], what: str, requests: int, retry: bool) -> T:
         budget = self.config.timeout * min(requests, MAX_ROUNDS) + 0.3
         deadline = time.monotonic() + budget
         attempts = 2 if retry else 1
@@ -316,16 +340,18 @@ class ClusterConnection:
         return text
 
     @contextmanager
-    def consumer(self) -> Iterator[KafkaConsumer]:
-        """A consumer of no group (nothing is committed), used by one caller at a time.
+    def consumer(self, purpose: str = "reader") -> Iterator[KafkaConsumer]:
+        """A consumer of no group (nothing is committed), used by one caller at a time; ``purpose`` is
+        one of CONSUMER_OPTIONS.
 
         Returned to a small pool afterwards; dropped instead if the caller failed with it.
         Raises ClusterUnavailable when a new one cannot bootstrap in time.
         """
+        pool = self._consumers[purpose]
         try:
-            consumer = self._consumers.get_nowait()
+            consumer = pool.get_nowait()
         except queue.Empty:
-            consumer = self._new_consumer()
+            consumer = self._new_consumer(purpose)
         try:
             yield consumer
         except BaseException:
@@ -333,21 +359,20 @@ class ClusterConnection:
             raise
         try:
             consumer.assign([])
-            self._consumers.put_nowait(consumer)
+            pool.put_nowait(consumer)
         except (queue.Full, Exception):  # noqa: BLE001 - a consumer that cannot be reset is not reused
             _close_quietly(consumer)
 
-    def _new_consumer(self) -> KafkaConsumer:
+    def _new_consumer(self, purpose: str = "reader") -> KafkaConsumer:
         self._check_refusal()
         try:
             return KafkaConsumer(
-                client_id=f"kazami-{self.config.name}-reader",
+                client_id=f"kazami-{self.config.name}-{purpose}",
                 group_id=None,
                 enable_auto_commit=False,
                 bootstrap_timeout_ms=int(self.config.timeout * 1000),
-                fetch_max_wait_ms=100,
-                max_partition_fetch_bytes=1024 * 1024,
                 reconnect_backoff_max_ms=1000,
+                **CONSUMER_OPTIONS[purpose],
                 **self._options(),
             )
         except (*_UNREACHABLE, *_REFUSED) as exc:
@@ -387,11 +412,12 @@ class ClusterConnection:
     def close(self) -> None:
         self.reset()
         self.drop_producer()
-        while True:
-            try:
-                _close_quietly(self._consumers.get_nowait())
-            except queue.Empty:
-                break
+        for pool in self._consumers.values():
+            while True:
+                try:
+                    _close_quietly(pool.get_nowait())
+                except queue.Empty:
+                    break
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kafka.errors
-from kafka import KafkaAdminClient, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
 from broker.connection import ClusterConnection
-from broker.errors import InvalidInput, KafkaRefused, KazamiError, NotFound
+from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
 
 # Lag in time reads one message per (partition, committed offset); a listing reads at most this many,
@@ -142,7 +142,7 @@ def _members(described: dict[str, Any]) -> list[Member]:
     return members
 
 
-def _collect(admin: KafkaAdminClient, group_ids: list[str], with_time: bool) -> list[GroupLag]:
+def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[str], with_time: bool) -> list[GroupLag]:
     if not group_ids:
         return []
     described = admin.describe_groups(group_ids)
@@ -163,7 +163,7 @@ def _collect(admin: KafkaAdminClient, group_ids: list[str], with_time: bool) -> 
         rows[group_id] = by_tp
     wanted = sorted({TopicPartition(t, p) for by_tp in rows.values() for (t, p) in by_tp})
     ends = _log_ends(admin, wanted)
-    times = _oldest_unconsumed(admin, rows, ends) if with_time else {}
+    times = _oldest_unconsumed(conn, rows, ends) if with_time else {}
     result = []
     for group_id in group_ids:
         info = described.get(group_id) or {}
@@ -220,12 +220,12 @@ def _log_ends(admin: KafkaAdminClient, tps: list[TopicPartition]) -> dict[TopicP
 
 
 def _oldest_unconsumed(
-    admin: KafkaAdminClient, rows: dict[str, dict[tuple[str, int], dict[str, Any]]], ends: dict[TopicPartition, int]
+    conn: ClusterConnection, rows: dict[str, dict[tuple[str, int], dict[str, Any]]], ends: dict[TopicPartition, int]
 ) -> dict[tuple[str, str, int], int]:
     """{(group, topic, partition): age in ms of the first unconsumed message} for lagging partitions.
 
-    Reads one message per distinct (partition, offset): a consumer assigned to all of them
-    at once, so the brokers get one fetch each rather than one per partition.
+    Reads one message per distinct (partition, offset) not read before (conn.timestamps): a consumer
+    assigned to all of them at once, so the brokers get one fetch each rather than one per partition.
     """
     targets: dict[tuple[str, int, int], list[str]] = defaultdict(list)
     lag_of: dict[tuple[str, int, int], int] = {}
@@ -238,7 +238,11 @@ def _oldest_unconsumed(
     if not targets:
         return {}
     chosen = {k: targets[k] for k in sorted(targets, key=lambda k: -lag_of[k])[:MAX_TIME_LOOKUPS]}
-    stamps = read_timestamps(admin, list(chosen))
+    stamps = conn.timestamps.known(list(chosen))
+    if missing := [k for k in chosen if k not in stamps]:
+        read = read_timestamps(conn, missing)
+        conn.timestamps.learn(read)
+        stamps.update(read)
     now = int(time.time() * 1000)
     return {
         (g, t, p): max(0, now - stamps[(t, p, o)])
@@ -248,47 +252,26 @@ def _oldest_unconsumed(
     }
 
 
-def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
+def read_timestamps(conn: ClusterConnection, wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
     """{(topic, partition, offset): timestamp ms} of the first message at or after each offset.
 
     Several offsets of one partition are read one after another; different partitions at once.
     """
-    from kafka import KafkaConsumer
-
-    config = admin.config
-    options = {
-        k: config[k]
-        for k in (
-            "bootstrap_servers",
-            "security_protocol",
-            "ssl_cafile",
-            "ssl_certfile",
-            "ssl_keyfile",
-            "ssl_check_hostname",
-            "ssl_context",  # the connection's own TLS context: an encrypted key is never prompted for
-            "kafka_client",  # with the connection's bounded setup time-out
-            "sasl_mechanism",
-            "sasl_plain_username",
-            "sasl_plain_password",
-        )
-        if config.get(k) is not None
-    }
     try:
-        consumer = KafkaConsumer(
-            group_id=None,
-            enable_auto_commit=False,
-            max_partition_fetch_bytes=16 * 1024,
-            fetch_max_wait_ms=50,
-            request_timeout_ms=config["request_timeout_ms"],
-            bootstrap_timeout_ms=config["request_timeout_ms"],
-            client_id="kazami-lag-time",
-            **options,
-        )
+        with conn.consumer("lag-time") as consumer:
+            return _read_timestamps(consumer, wanted, conn.config.timeout)
     except kafka.errors.KafkaError:
         return {}  # no lag in time this once (a broker did not answer): the rest of the page still shows
+    except ClusterUnavailable:
+        return {}
+
+
+def _read_timestamps(
+    consumer: KafkaConsumer, wanted: list[tuple[str, int, int]], timeout: float
+) -> dict[tuple[str, int, int], int]:
     found: dict[tuple[str, int, int], int] = {}
     # One deadline for the whole lookup: lag in time is worth a moment, not a slow page.
-    deadline = time.monotonic() + config["request_timeout_ms"] / 1000
+    deadline = time.monotonic() + timeout
     wanted_by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
     for t, p, o in wanted:
         wanted_by_tp[TopicPartition(t, p)].append(o)
@@ -320,8 +303,6 @@ def read_timestamps(admin: KafkaAdminClient, wanted: list[tuple[str, int, int]])
                     consumer.seek(tp, targets[i])  # far ahead: jump rather than read the gap
     except kafka.errors.KafkaError:
         pass  # what was found so far
-    finally:
-        consumer.close()
     return found
 
 
@@ -338,9 +319,9 @@ def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag
 
     def fetch(admin: KafkaAdminClient) -> list[GroupLag]:
         ids = sorted({g["group_id"] for g in admin.list_groups()})
-        return _collect(admin, ids, with_time)
+        return _collect(admin, conn, ids, with_time)
 
-    return conn.call(fetch, "group list", requests=8, retry=True)
+    return conn.reads.get(("groups", with_time), lambda: conn.call(fetch, "group list", requests=8, retry=True))
 
 
 def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) -> GroupLag:
@@ -349,14 +330,17 @@ def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) ->
     Raises GroupNotFound (no members and no committed offsets), ClusterUnavailable.
     """
 
-    return conn.call(
-        lambda admin: _one_group(admin, conn, group_id, with_time), "group description", requests=8, retry=True
+    return conn.reads.get(
+        ("group", group_id, with_time),
+        lambda: conn.call(
+            lambda admin: _one_group(admin, conn, group_id, with_time), "group description", requests=8, retry=True
+        ),
     )
 
 
 def _one_group(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str, with_time: bool) -> GroupLag:
     """One group; raises GroupNotFound when Kafka knows neither members nor committed offsets for it."""
-    found = _collect(admin, [group_id], with_time)[0]
+    found = _collect(admin, conn, [group_id], with_time)[0]
     if found.state in ("Dead", "Unknown") and not found.partitions:
         raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
     return found

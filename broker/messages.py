@@ -485,6 +485,8 @@ def do_produce(
         ) from None
     except kafka.errors.KafkaError as exc:
         raise _refused(exc) from None
+    finally:
+        conn.reads.forget()  # the partition's end offset moved (or may have)
     return Produced(
         topic=meta.topic,
         partition=meta.partition,

@@ -462,7 +462,7 @@ def get_topics(conn: ClusterConnection, include_internal: bool = False) -> list[
             summaries.append(_summary(t, parts, by_topic[t["name"]], min_isr.get(t["name"])))
         return sorted(summaries, key=lambda s: s.name)
 
-    return conn.call(fetch, "topic list", requests=6, retry=True)
+    return conn.reads.get(("topics", include_internal), lambda: conn.call(fetch, "topic list", requests=6, retry=True))
 
 
 def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
@@ -490,7 +490,7 @@ def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
             ),
         )
 
-    return conn.call(fetch, "topic description", requests=8, retry=True)
+    return conn.reads.get(("topic", name), lambda: conn.call(fetch, "topic description", requests=8, retry=True))
 
 
 def _topic_configs(admin: KafkaAdminClient, conn: ClusterConnection, name: str) -> list[ConfigEntry] | None:
@@ -541,7 +541,9 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
         ends = _offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
         return _build_partitions(described[0], starts, ends, {}, conn)
 
-    return conn.call(fetch, "partition offsets", requests=4, retry=True)
+    return conn.reads.get(
+        ("partitions", topic, only), lambda: conn.call(fetch, "partition offsets", requests=4, retry=True)
+    )
 
 
 # ---------------------------------------------------------------- changes

@@ -54,10 +54,11 @@ def default_cluster_from_env() -> ClusterConfig:
         ssl_check_hostname=env_bool("KAFKA_SSL_CHECK_HOSTNAME", True),
         read_only=env_bool("KAZAMI_READ_ONLY", False),
         timeout=env_float("KAZAMI_KAFKA_TIMEOUT", 2.5, minimum=0.1),
+        max_age=env_float("KAZAMI_MAX_AGE", 1.0, minimum=0.0),
     )
 
 
-def clusters_from_file(path: Path, timeout: float) -> list[ClusterConfig]:
+def clusters_from_file(path: Path, timeout: float, max_age: float = 1.0) -> list[ClusterConfig]:
     """Clusters declared in a TOML file; raises ConfigError naming the file and the problem."""
     try:
         data = tomllib.loads(path.read_text())
@@ -68,10 +69,10 @@ def clusters_from_file(path: Path, timeout: float) -> list[ClusterConfig]:
     tables = data.get("clusters")
     if not isinstance(tables, dict):
         raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: expected [clusters.<name>] tables.")
-    return [_cluster_from_table(name, table, path, timeout) for name, table in tables.items()]
+    return [_cluster_from_table(name, table, path, timeout, max_age) for name, table in tables.items()]
 
 
-def _cluster_from_table(name: str, table: Any, path: Path, timeout: float) -> ClusterConfig:
+def _cluster_from_table(name: str, table: Any, path: Path, timeout: float, max_age: float) -> ClusterConfig:
     if not isinstance(table, dict) or "bootstrap_servers" not in table:
         raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: [clusters.{name}] needs bootstrap_servers.")
     password = _secret_from_env(name, table, "sasl_password_env")
@@ -92,6 +93,7 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float) -> Cl
         ssl_check_hostname=bool(table.get("ssl_check_hostname", True)),
         read_only=bool(table.get("read_only", False)),
         timeout=float(table.get("timeout", timeout)),
+        max_age=float(table.get("max_age", max_age)),
     )
 
 
@@ -124,7 +126,7 @@ def load_configs() -> dict[str, ClusterConfig]:
     configs = {default.name: default}
     file = os.environ.get("KAZAMI_CLUSTERS_FILE")
     if file:
-        for config in clusters_from_file(Path(file), default.timeout):
+        for config in clusters_from_file(Path(file), default.timeout, default.max_age):
             if config.name in configs:
                 raise ConfigError(f"cluster {config.name!r} is declared twice.")
             ssl_context(config, _toml_labels(config.name))

@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,25 +25,35 @@ def free_port() -> int:
 @dataclass(frozen=True)
 class ServedConsole:
     url: str  # http://127.0.0.1:<port>
-    pid: int  # of the Daphne process (e.g. to read its memory from /proc/<pid>/status)
+    pid: int  # of the serving process (console.serve, which starts the Daphne workers)
     log: Path
+
+    def pids(self) -> list[int]:
+        """The serving process and its workers (e.g. to read their memory from /proc/<pid>/status)."""
+        found, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            with suppress(OSError):
+                todo += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return found
 
 
 @contextmanager
 def running_console(
-    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None
+    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None, workers: int = 1
 ) -> Iterator[str]:
     """Serve the console on a free loopback port with ``settings`` (environment variables) over the
-    current environment, its database and files in ``var``, with ``users`` (name -> (role, password));
-    yields its base URL. Raises RuntimeError when it does not answer /healthz within 30 s (its log is
-    var/daphne.log)."""
-    with console_process(var, settings, users) as served:
+    current environment, its database and files in ``var``, with ``users`` (name -> (role, password)),
+    by ``workers`` Daphne processes (console.serve); yields its base URL. Raises RuntimeError when it
+    does not answer /healthz within 30 s (its log is var/daphne.log)."""
+    with console_process(var, settings, users, workers) as served:
         yield served.url
 
 
 @contextmanager
 def console_process(
-    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None
+    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None, workers: int = 1
 ) -> Iterator[ServedConsole]:
     """:func:`running_console`, yielding the process's pid and log too."""
     env = {
@@ -60,7 +70,7 @@ def console_process(
     port = free_port()
     log = open(var / "daphne.log", "wb")  # noqa: SIM115 - open for the server's lifetime
     server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+        [sys.executable, "-m", "console.serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
         cwd=REPO,
         env=env,
         stdout=log,

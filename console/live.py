@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -30,11 +31,16 @@ def key_of(cluster: str, view: str, params: Mapping[str, str]) -> Key:
     return cluster, view, tuple(sorted(params.items()))
 
 
+# Pollers are per process, so are their groups: with a channel layer shared by several console
+# processes (Redis), a browser must not also receive what the pollers of the other processes send.
+PROCESS = uuid.uuid4().hex[:12]
+
+
 def group_name(key: Key) -> str:
-    """A channel-layer group name for a live view: ASCII, short, the same for the same view and parameters."""
-    cluster, view, params = key
-    digest = hashlib.sha1(repr(params).encode(), usedforsecurity=False).hexdigest()[:16]
-    return f"live.{cluster}.{view}.{digest}"
+    """A channel-layer group name for a live view in this process: ASCII and short (channels allows
+    100 characters), the same for the same view and parameters."""
+    digest = hashlib.sha1(repr(key).encode(), usedforsecurity=False).hexdigest()[:24]
+    return f"live.{key[1]}.{digest}.{PROCESS}"
 
 
 @dataclass

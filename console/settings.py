@@ -110,6 +110,10 @@ TEMPLATES = [
 
 DATABASES = {"default": _database(env_str("DATABASE_URL", ""))}
 CHANNEL_LAYERS = {"default": _channel_layer(env_str("REDIS_URL", ""))}
+# Shared by every console process (console.serve runs several): the failed-login counts. The table is
+# made by migration console.0004.
+CACHE_TABLE = "kazami_cache"
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

@@ -28,6 +28,9 @@ BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
 os.environ["ZOOKEEPER_CONNECT"] = f"127.0.0.1:{ZOOKEEPER_PORT}"
 os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
+# Tests write with their own clients and read through the console at once: no shared answers kept
+# (broker/sharing.py). Tests of that sharing set max_age themselves.
+os.environ["KAZAMI_MAX_AGE"] = "0"
 # No background sampler in the test process: tests that need lag history sample explicitly. The
 # settings may already be loaded when this runs (pytest-django sets Django up early), so both.
 os.environ["KAZAMI_LAG_SAMPLER"] = "0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -59,8 +60,9 @@ def cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
 @require_GET
 @api_view
 def health(request: HttpRequest) -> dict[str, Any]:
-    """Liveness of the console itself (not of any cluster)."""
-    return {"status": "ok"}
+    """Liveness of the console itself (not of any cluster), and which worker process answered
+    (console.serve)."""
+    return {"status": "ok", "worker": int(os.environ.get("KAZAMI_WORKER", "0"))}
 
 
 # ---------------------------------------------------------------- topics
