@@ -76,6 +76,9 @@ class Supervisor:
         command = [sys.executable, "-m", "console.serve", "--worker-fd", str(self.sock.fileno())]
         command += ["--family", family, "--", *self.daphne_args]
         env = {**os.environ, "KAZAMI_WORKER": str(slot)}
+        # Django runs each request's view on a thread of its own; glibc's default of up to eight malloc
+        # arenas per core then lets RSS creep up for a long while under load (see the load benchmark).
+        env.setdefault("MALLOC_ARENA_MAX", "2")
         process = subprocess.Popen(command, pass_fds=(self.sock.fileno(),), env=env)
         self.children[slot] = (process, time.monotonic())
 

@@ -25,6 +25,7 @@ def test_it_splits_bootstrap_servers_and_drops_blanks() -> None:
         ({"security_protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI"}, "SASL mechanism"),
         ({"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_username": "u"}, "username and a password"),
         ({"timeout": 0}, "time-out"),
+        ({"max_age": -1}, "max_age must not be negative"),
     ],
 )
 def test_it_refuses_a_bad_cluster_config_naming_the_field(kwargs: dict[str, object], message: str) -> None:
@@ -92,10 +93,15 @@ def test_more_clusters_come_from_a_toml_file_with_passwords_from_the_environment
     )
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
     monkeypatch.setenv("PROD_PW", "from-env")
+    monkeypatch.setenv("KAZAMI_MAX_AGE", "2.5")
     configs = clusters.load_configs()
     assert list(configs) == ["local", "prod"]
     assert configs["prod"].sasl_password == "from-env"
     assert configs["prod"].read_only is True
+    assert configs["local"].max_age == configs["prod"].max_age == 2.5  # the file's clusters default to it
+
+    file.write_text(file.read_text() + "max_age = 0\n")
+    assert clusters.load_configs()["prod"].max_age == 0
 
     monkeypatch.delenv("PROD_PW")
     with pytest.raises(ConfigError, match="PROD_PW"):
