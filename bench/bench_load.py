@@ -1,12 +1,14 @@
 """Load: 200 websocket clients on live pages while 50 requests a second browse topics, messages and
-groups for 60 seconds, all through one real console (Daphne) with a viewer's session.
+groups for 60 seconds, all through a real console served as `make run` serves it (console.serve: Daphne
+workers, by default one per core) with a viewer's session.
 
 Reference in the same run: the same request mix at the same rate, for a shorter time, before any
 websocket opens. The figures are the p50 and p99 latency with the websockets over the same without
 (``ratio_*``); the run also counts requests answered per second, errors by kind (any non-2xx answer, a
 connection error, no answer within 10 s), websockets that got their first fragment, pushes, disconnects,
-samples the console process's memory (RSS) every second (start, end, max and its slope over the second
-half of the run), and measures the CPU of the console, of the load generator and of the machine.
+samples the console's memory (RSS of the supervisor and its workers together) every second (start, end,
+max and its slope over the second half of the run), and measures the CPU of the console, of the load
+generator and of the machine.
 
 The load comes from this one process (asyncio, aiohttp) on the same machine as the console. Requests
 leave on a fixed schedule whatever the answers (open loop) and each latency counts from the moment

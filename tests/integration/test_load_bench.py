@@ -43,6 +43,9 @@ def test_the_load_benchmark_runs_without_errors(kafka_cluster: launcher.ClusterL
         )
         assert set(figures) >= {"answered_per_s", "p50_ms", "p95_ms", "p99_ms", "max_ms", "errors_by_kind"}
 
+    from console.serve import default_workers
+
+    assert result["console_workers"] == default_workers()  # served as `make run` serves it
     sockets = result["console_websockets"]
     assert sockets["clients"] == 20
     assert sockets["errors"] == 0, sockets["errors_by_kind"]
