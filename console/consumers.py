@@ -8,12 +8,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from asgiref.sync import sync_to_async
+from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -45,7 +48,45 @@ async def refusal(scope: dict[str, Any]) -> int | None:
     return CLOSE_FORBIDDEN if user.is_authenticated else CLOSE_LOGIN
 
 
-class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+async def refusal_now(scope: dict[str, Any]) -> int | None:
+    """:func:`refusal` for the session as it is in the session store now: a logout (the session is
+    deleted), a password change, a user disabled or a role taken away since the websocket opened."""
+    session = scope.get("session")
+    if session is None or session.session_key is None:
+        return await refusal(scope)
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    fresh = {**scope, "session": store(session_key=session.session_key)}
+    fresh["user"] = await get_user(fresh)
+    return await refusal(fresh)
+
+
+class Rechecked(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+    """A consumer whose session is checked again every KAZAMI_WS_RECHECK seconds while it is open; the
+    socket is closed (4401 logged out, 4403 no role any more) when it may no longer read the console."""
+
+    rechecking: asyncio.Task[None] | None = None
+
+    def start_rechecking(self) -> None:
+        self.rechecking = asyncio.get_running_loop().create_task(self._recheck())
+
+    def stop_rechecking(self) -> None:
+        if self.rechecking is not None:
+            self.rechecking.cancel()
+
+    async def _recheck(self) -> None:
+        while True:
+            await asyncio.sleep(settings.KAZAMI_WS_RECHECK)
+            try:
+                code = await refusal_now(self.scope)
+            except Exception:  # the database is away: check again next time
+                log.warning("could not check a websocket's session again", exc_info=True)
+                continue
+            if code is not None:
+                await self.close(code=code)
+                return
+
+
+class LiveConsumer(Rechecked):
     """``/ws/clusters/<cluster>/<view>/[?params]``: the view's fragment now, then at every poll.
 
     Browsers watching the same view with the same parameters share one poller.
@@ -67,6 +108,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.key = live.key_of(cluster, view, params)
         await self.channel_layer.group_add(live.group_name(self.key), self.channel_name)
         await self.accept()
+        self.start_rechecking()
         live.subscribe(self.key)
         self.subscribed = True
         try:
@@ -75,6 +117,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.close(code=CLOSE_UNKNOWN)
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecking()
         if self.subscribed:
             live.unsubscribe(self.key)
             await self.channel_layer.group_discard(live.group_name(self.key), self.channel_name)
@@ -93,7 +136,7 @@ def _rows(shown: list[ShownMessage], target: str, how: str, show_partition: bool
     return f'<tbody id="{target}" hx-swap-oob="{how}">{rows}</tbody>'
 
 
-class SearchConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+class SearchConsumer(Rechecked):
     """``/ws/clusters/<cluster>/topics/<topic>/search/``: runs one search at a time, pushing progress and
     matches as they come; {"action": "stop"} (or closing the page) stops it."""
 
@@ -115,8 +158,10 @@ class SearchConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels 
             await self.close(code=CLOSE_UNKNOWN)
             return
         await self.accept()
+        self.start_rechecking()
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecking()
         if self.cancel is not None:
             self.cancel.set()
 
@@ -218,7 +263,7 @@ def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding) -> str:
     return _rows([show(cluster, m, decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
 
 
-class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+class TailConsumer(Rechecked):
     """``/ws/clusters/<cluster>/topics/<topic>/tail/[?partition=N]``: new messages as they arrive, at most
     ``ROWS_PER_PUSH`` every ``PUSH_EVERY`` seconds; what a fast topic produces beyond that is skipped and
     counted. {"action": "pause"} / {"action": "resume"}. Browsers tailing the same partitions share one
@@ -240,6 +285,7 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.close(code=CLOSE_UNKNOWN)
             return
         await self.accept()
+        self.start_rechecking()
         query = parse_qs(self.scope.get("query_string", b"").decode())
         conn = get_connection(self.cluster)
         try:
@@ -268,6 +314,7 @@ class TailConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         await self._status(f"Waiting for new messages on {where}…")
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecking()
         shared = self.shared
         if shared is None:
             return

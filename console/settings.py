@@ -150,6 +150,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 
 # How often live pages are refreshed over the websocket, in seconds.
 KAZAMI_LIVE_INTERVAL = env_float("KAZAMI_LIVE_INTERVAL", 3.0, minimum=0.2)
+# How often an open websocket's session is checked again (a logout or a lost role closes it), in seconds.
+KAZAMI_WS_RECHECK = env_float("KAZAMI_WS_RECHECK", 30.0, minimum=0.2)
 # Lag history: sampled every interval by one console process, kept for the retention.
 KAZAMI_LAG_SAMPLER = env_bool("KAZAMI_LAG_SAMPLER", True)
 KAZAMI_LAG_SAMPLE_INTERVAL = env_float("KAZAMI_LAG_SAMPLE_INTERVAL", 10.0, minimum=0.5)

@@ -499,6 +499,28 @@ def test_a_websocket_of_a_user_without_a_role_is_refused_and_a_viewers_is_accept
     assert _ws_connect(websocket_headers(logged_in("viewer")))[0] is True
 
 
+def test_an_open_websocket_closes_after_a_logout_or_a_lost_role_and_stays_open_otherwise(settings: Any) -> None:
+    from channels.db import database_sync_to_async
+    from django.contrib.auth.models import User
+
+    settings.KAZAMI_WS_RECHECK = 0.3
+
+    async def close_code_after(headers: list[tuple[bytes, bytes]], change: Callable[[], object]) -> Any:
+        ws = WebsocketCommunicator(application, "/ws/clusters/local/topics/x/search/", headers=headers)
+        assert (await ws.connect(timeout=10))[0]
+        assert await ws.receive_nothing(timeout=1.0)  # several checks pass while nothing changes
+        await database_sync_to_async(change)()
+        closed = await ws.receive_output(timeout=10)
+        assert closed["type"] == "websocket.close"
+        return closed["code"]
+
+    leaving = logged_in("viewer", "ws-leaving")
+    assert async_to_sync(close_code_after)(websocket_headers(leaving), leaving.logout) == 4401
+    demoted = logged_in("viewer", "ws-demoted")
+    user = User.objects.get(username="ws-demoted")
+    assert async_to_sync(close_code_after)(websocket_headers(demoted), user.groups.clear) == 4403
+
+
 def test_a_websocket_from_another_origin_is_refused_even_with_a_session() -> None:
     headers = websocket_headers(logged_in("admin"))
     forged = [(b"origin", b"http://evil.example"), *headers[1:]]
