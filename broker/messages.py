@@ -273,6 +273,7 @@ class ScanProgress:
     total: int = 0  # messages in range
     done: bool = False
     stopped: str | None = None  # why the scan ended early: "limit", "cancelled", "deadline", "matches"
+    unreadable: list[int] = field(default_factory=list)  # partitions in the plan that had no leader: not read
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,7 @@ class ScanRange:
     partition: int
     start: int
     stop: int
+    readable: bool = True  # False: the partition has no leader now; the scan reports it, reads nothing
 
 
 def plan_scan(
@@ -293,6 +295,7 @@ def plan_scan(
     stop_offset: int | None = None,
 ) -> list[ScanRange]:
     """The offset ranges a scan reads, per partition: bounded by time, by offsets, or the last N of each.
+    A partition without a leader gets an unreadable range, so that the scan says it was not searched.
 
     Raises TopicNotFound, PartitionNotFound, ClusterUnavailable.
     """
@@ -305,6 +308,7 @@ def plan_scan(
             raise PartitionNotFound(f"Topic {topic!r} has no partition {number} (it has 0 to {len(known) - 1}).")
         info = known[number]
         if not info.available or info.start_offset is None or info.end_offset is None:
+            ranges.append(ScanRange(number, 0, 0, readable=False))
             continue
         start, stop = info.start_offset, info.end_offset
         if start_offset is not None:
@@ -343,8 +347,11 @@ def scan(
     ``on_progress`` hears where it is (its last call has ``done`` set and says why it stopped).
     """
     progress = ScanProgress(
-        total=sum(r.stop - r.start for r in ranges), positions={r.partition: r.start for r in ranges}
+        total=sum(r.stop - r.start for r in ranges if r.readable),
+        positions={r.partition: r.start for r in ranges if r.readable},
+        unreadable=[r.partition for r in ranges if not r.readable],
     )
+    ranges = [r for r in ranges if r.readable]
     deadline = time.monotonic() + deadline_s
 
     def report(force: bool = False) -> None:
@@ -439,7 +446,7 @@ def find_by_key(
         reason=reason,
         matches=matches,
         scanned=seen.scanned,
-        range=ranges[0] if ranges else None,
+        range=next((r for r in ranges if r.readable), None),
         stopped=seen.stopped,
     )
 

@@ -101,10 +101,15 @@ def role_of(user: Any) -> str | None:
 
 
 def set_role(user: Any, role: str) -> None:
+    """Give ``user`` ``role`` (and no other). A superuser holds every permission whatever its groups, so
+    any role but admin also takes superuser status away."""
     if role not in ROLES:
         raise KazamiError(f"Unknown role {role!r}; roles: {', '.join(ROLES)}.")
     user.groups.remove(*Group.objects.filter(name__in=list(ROLES)))
     user.groups.add(Group.objects.get(name=role))
+    if user.is_superuser and role != "admin":
+        user.is_superuser = False
+        user.save(update_fields=["is_superuser"])
 
 
 def has(user: Any, permission: str) -> bool:

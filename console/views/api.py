@@ -247,6 +247,7 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
         "scanned": result.progress.scanned,
         "matched": result.progress.matched,
         "stopped": result.progress.stopped,
+        "unreadable_partitions": result.progress.unreadable,
         "cut": result.cut,
         "messages": [message_json(s.message) for s in result.shown],
     }

@@ -572,9 +572,13 @@ def test_an_admin_creates_users_and_changes_roles_on_the_users_page() -> None:
     assert client.post("/users/otto/", {"role": "viewer", "active": ""}).status_code == 302
     otto.refresh_from_db()
     assert (role_of(otto), otto.is_active) == ("viewer", False)
+    boss = User.objects.create_superuser("boss", password="long-enough-2")
+    assert client.post("/users/boss/", {"role": "operator", "active": "on"}).status_code == 302
+    boss = User.objects.get(username="boss")  # permissions are cached on the instance
+    assert (role_of(boss), boss.is_superuser, boss.has_perm("console.delete_topics")) == ("operator", False, False)
     myself = client.post("/users/ada/", {"role": "viewer", "active": "on"})
     assert myself.status_code == 400
-    assert [e.action for e in AuditEntry.objects.order_by("at")] == ["user.create", "user.change"]
+    assert [e.action for e in AuditEntry.objects.order_by("at")] == ["user.create", "user.change", "user.change"]
     assert logged_in("operator").get("/users/").status_code == 403
     assert "Users</a>" not in logged_in("operator").get("/clusters/local/").content.decode()
 

@@ -317,6 +317,10 @@ def test_a_partition_without_leader_is_unavailable_while_the_rest_renders(
         assert read.status_code == 503
         assert read.json()["error"] == "partition_unavailable"
         assert client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages").status_code == 200
+        searched = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": ""}).json()
+        assert (searched["matched"], searched["unreadable_partitions"]) == (3, [2])  # said, not skipped silently
+        page = client.get(f"/clusters/local/topics/{name}/search/", {"q": "", "run": "1"}).content.decode()
+        assert "Partition 2 has no leader now: not searched." in page
         listed = client.get("/api/clusters/local/topics/", {"q": name}).json()["topics"][0]
         assert listed["offline_partitions"] == 1
     finally:
