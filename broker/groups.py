@@ -21,6 +21,7 @@ from kafka.structs import OffsetAndMetadata
 from broker.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
+from broker.topics import SILENT_ERRORS, partition_offsets, topic_leaders
 
 # Lag in time reads one message per (partition, committed offset); a listing reads at most this many,
 # the most lagging first; what the deadline does not reach shows no lag in time rather than slow the page.
@@ -162,7 +163,7 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
                 row.update(member_id=member.member_id, client_id=member.client_id, host=member.host)
         rows[group_id] = by_tp
     wanted = sorted({TopicPartition(t, p) for by_tp in rows.values() for (t, p) in by_tp})
-    ends = _log_ends(admin, wanted)
+    ends = _log_ends(admin, conn, wanted)
     times = _oldest_unconsumed(conn, rows, ends) if with_time else {}
     result = []
     for group_id in group_ids:
@@ -193,30 +194,34 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
     return result
 
 
-def _log_ends(admin: KafkaAdminClient, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """Log-end offsets in one ListOffsets per leader; partitions of deleted topics are left out."""
+def _log_ends(admin: KafkaAdminClient, conn: ClusterConnection, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """Log-end offsets in one ListOffsets per leader; partitions of deleted topics are left out, and so
+    are those of a leader that does not answer (their lag shows as unknown)."""
     if not tps:
         return {}
     existing = {t["name"]: t for t in admin.describe_topics(sorted({tp.topic for tp in tps}))}
-    readable = [
-        tp
-        for tp in tps
-        if tp.topic in existing
-        and not existing[tp.topic].get("error_code")
-        and any(
-            p["partition_index"] == tp.partition and p.get("leader_id", -1) >= 0
-            for p in existing[tp.topic].get("partitions") or []
-        )
-    ]
-    if not readable:
-        return {}
-    try:
-        answer = admin.list_partition_offsets(dict.fromkeys(readable, OffsetSpec.LATEST))
-    except kafka.errors.UnknownBrokerIdError:
-        raise  # the client is out of date: the connection builds a new one
-    except kafka.errors.KafkaError:
-        return {}
-    return {tp: o.offset for tp, o in answer.items()}
+    leaders = {
+        tp: leader
+        for tp, leader in topic_leaders([t for t in existing.values() if not t.get("error_code")]).items()
+        if leader >= 0
+    }
+    readable = [tp for tp in tps if tp in leaders]
+    return partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+
+
+def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> list[str]:
+    """Every group id the brokers know: a ListGroups to each broker alone (each lists the groups it
+    coordinates), so that a broker that does not answer costs one time-out and is then left out, with
+    its groups, while it counts as silent (ClusterConnection.silent_brokers), rather than fail the list."""
+    ids: set[str] = set()
+    for broker in sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"]):
+        if conn.is_silent(broker):
+            continue
+        try:
+            ids.update(g["group_id"] for g in admin.list_groups(broker_ids=[broker]))
+        except SILENT_ERRORS:
+            conn.mark_silent(broker)
+    return sorted(ids)
 
 
 def _oldest_unconsumed(
@@ -308,7 +313,7 @@ def _read_timestamps(
 
 def list_group_ids(conn: ClusterConnection) -> list[str]:
     """Every group id the brokers know (one ListGroups per broker). Raises ClusterUnavailable."""
-    return conn.call(lambda admin: sorted({g["group_id"] for g in admin.list_groups()}), "group list", retry=True)
+    return conn.call(lambda admin: _group_ids(admin, conn), "group list", requests=4, retry=True)
 
 
 def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag]:
@@ -318,8 +323,7 @@ def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag
     """
 
     def fetch(admin: KafkaAdminClient) -> list[GroupLag]:
-        ids = sorted({g["group_id"] for g in admin.list_groups()})
-        return _collect(admin, conn, ids, with_time)
+        return _collect(admin, conn, _group_ids(admin, conn), with_time)
 
     return conn.reads.get(("groups", with_time), lambda: conn.call(fetch, "group list", requests=8, retry=True))
 

@@ -41,7 +41,7 @@ COMMON_CONFIGS = (
     "compression.type",
 )
 # What a broker that does not answer (or cannot be reached) makes kafka-python raise.
-_SILENT = (
+SILENT_ERRORS = (
     kafka.errors.RequestTimedOutError,
     kafka.errors.KafkaTimeoutError,
     kafka.errors.KafkaConnectionError,
@@ -213,7 +213,7 @@ def _partitions_of(topic: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(topic.get("partitions") or [], key=lambda p: p["partition_index"])
 
 
-def _leaders(topics: list[dict[str, Any]]) -> dict[TopicPartition, int]:
+def topic_leaders(topics: list[dict[str, Any]]) -> dict[TopicPartition, int]:
     return {
         TopicPartition(t["name"], p["partition_index"]): p.get("leader_id", -1)
         for t in topics
@@ -221,7 +221,7 @@ def _leaders(topics: list[dict[str, Any]]) -> dict[TopicPartition, int]:
     }
 
 
-def _offsets(
+def partition_offsets(
     admin: KafkaAdminClient,
     conn: ClusterConnection,
     tps: list[TopicPartition],
@@ -235,7 +235,7 @@ def _offsets(
         return {}
     try:
         return _ask_offsets(admin, wanted, spec)
-    except _SILENT:
+    except SILENT_ERRORS:
         pass
     except kafka.errors.UnknownBrokerIdError:
         raise  # the client is out of date: the connection builds a new one
@@ -248,7 +248,7 @@ def _offsets(
     for leader, group in by_leader.items():
         try:
             result.update(_offsets_per_topic(admin, group, spec))
-        except _SILENT:
+        except SILENT_ERRORS:
             conn.mark_silent(leader)
     return result
 
@@ -268,7 +268,7 @@ def _offsets_per_topic(admin: KafkaAdminClient, tps: list[TopicPartition], spec:
     for group in by_topic.values():
         try:
             result.update(_ask_offsets(admin, group, spec))
-        except (*_SILENT, kafka.errors.UnknownBrokerIdError):
+        except (*SILENT_ERRORS, kafka.errors.UnknownBrokerIdError):
             raise
         except kafka.errors.KafkaError:
             continue
@@ -291,12 +291,12 @@ def _replica_sizes(
         return sizes
     try:
         answers = admin.describe_log_dirs(topic_partitions=wanted, brokers=brokers)
-    except _SILENT:
+    except SILENT_ERRORS:
         answers = []
         for broker in brokers:
             try:
                 answers += admin.describe_log_dirs(topic_partitions=wanted, brokers=[broker])
-            except _SILENT:
+            except SILENT_ERRORS:
                 conn.mark_silent(broker)
             except kafka.errors.UnknownBrokerIdError:
                 raise
@@ -356,7 +356,7 @@ def _describe_configs(
             return None
     try:
         described: dict[str, Any] = admin.describe_configs(resources, config_filter="all")
-    except _SILENT:
+    except SILENT_ERRORS:
         conn.configs_stalled_at = time.monotonic()
         return None
     conn.configs_stalled_at = None
@@ -372,9 +372,9 @@ def _collect(
         for p in _partitions_of(t)
         if p.get("leader_id", -1) >= 0
     ]
-    leaders = _leaders(topics)
-    starts = _offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
-    ends = _offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+    leaders = topic_leaders(topics)
+    starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
+    ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
     brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
     sizes = _replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
@@ -536,9 +536,9 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
             for p in _partitions_of(described[0])
             if p.get("leader_id", -1) >= 0 and (only is None or p["partition_index"] == only)
         ]
-        leaders = _leaders(described)
-        starts = _offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
-        ends = _offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+        leaders = topic_leaders(described)
+        starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
+        ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
         return _build_partitions(described[0], starts, ends, {}, conn)
 
     return conn.reads.get(

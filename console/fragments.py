@@ -105,6 +105,8 @@ def groups_context(cluster: str, params: Mapping[str, str], track: bool = False)
         "hide_empty": hide_empty,
         "all_count": len(found),
         "query_string": listing.link()[1:],
+        # Brokers that did not answer lately: the groups they coordinate are not listed (broker.groups).
+        "silent_brokers": sorted(conn.silent_brokers()),
     }
 
 

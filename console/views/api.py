@@ -276,11 +276,17 @@ def _group_json(g: groups.GroupLag, verdict: Any) -> dict[str, Any]:
 @require_GET
 @api_view
 def group_list(request: HttpRequest, cluster: str) -> Any:
-    found = groups.get_groups(get_connection(cluster))
+    conn = get_connection(cluster)
+    found = groups.get_groups(conn)
     judged = verdicts(cluster, found)
     if request.GET.get("hide_empty") == "1":
         found = [g for g in found if not g.empty]
-    return {"count": len(found), "groups": [_group_json(g, judged[g.group_id]) for g in found]}
+    return {
+        "count": len(found),
+        "groups": [_group_json(g, judged[g.group_id]) for g in found],
+        # Brokers that did not answer lately: the groups they coordinate are missing from this list.
+        "unanswered_brokers": sorted(conn.silent_brokers()),
+    }
 
 
 @require_GET

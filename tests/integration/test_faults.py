@@ -551,6 +551,14 @@ def test_a_frozen_broker_slows_no_page_past_its_bound(
             assert_ok(overview)
             answering = {b["id"]: b["answering"] for b in overview.json()["brokers"]}
             assert answering == {**dict.fromkeys(faulty.layout.broker_ids, True), frozen: False}, str(overview)
+            # The group list leaves out the groups the frozen broker coordinates, and says so.
+            group_list = Answers(web, Endpoint("group list API", "/api/clusters/faulty/groups/"))
+            timings["group list API, partial"] = round(until(group_list, 3 * BOUND, "a partial group list"), 2)
+            assert group_list.last is not None
+            assert group_list.last.json()["unanswered_brokers"] == [frozen], str(group_list)
+            page = ask(web, Endpoint("group list", "/clusters/faulty/groups/"))
+            assert_ok(page)
+            assert f"Broker {frozen} did not answer: the groups it coordinates are not listed" in page.body
             for answer in ask_all(web, faulty, timings):
                 assert_ok_or_unavailable(answer)
             started = time.monotonic()
