@@ -118,6 +118,8 @@ class TopicSummary:
     offline: int
     under_min_isr: int
     min_isr: int | None  # known for topics with a shrunken ISR, and on a topic's own page
+    # Partitions whose messages are not in ``messages`` (no leader, or a leader that did not answer).
+    uncounted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +128,7 @@ class TopicSummary:
             "partitions": self.partitions,
             "replication_factor": self.replication_factor,
             "messages": self.messages,
+            "uncounted_partitions": self.uncounted,
             "size": self.size,
             "under_replicated_partitions": self.under_replicated,
             "offline_partitions": self.offline,
@@ -440,6 +443,7 @@ def _summary(
         offline=sum(1 for p in partitions if not p.available),
         under_min_isr=sum(1 for p in partitions if min_isr is not None and len(p.isr) < min_isr),
         min_isr=min_isr,
+        uncounted=sum(1 for c in counts if c is None),
     )
 
 
