@@ -150,10 +150,11 @@ class ClusterConnection:
         self._producer: KafkaProducer | None = None
         # Broker id -> until when it counts as silent (time.monotonic()).
         self._silent: dict[int, float] = {}
-        # When a read of topic configurations last timed out (None: the last one answered). A
-        # ZooKeeper-mode broker reads them from ZooKeeper and holds the request, and one of its request
-        # threads, for as long as ZooKeeper is down; broker.topics does not ask again until it is back.
-        self.configs_stalled_at: float | None = None
+        # When a request a ZooKeeper-mode broker needs ZooKeeper for (reading topic configurations, or a
+        # topic change) last timed out (None: the last one answered). The broker holds such a request, and
+        # one of its request threads, for as long as ZooKeeper is down; broker.topics does not send another
+        # until ZooKeeper serves again.
+        self.zookeeper_stalled_at: float | None = None
         # Answers shared by callers asking the same within config.max_age (broker/sharing.py), and the
         # timestamps of messages the lag-in-time lookup has read.
         self.reads = SharedReads(config.max_age)

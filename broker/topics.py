@@ -25,7 +25,14 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 
 from broker.connection import ClusterConnection
-from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, PartitionNotFound, TopicNotFound
+from broker.errors import (
+    AlreadyExists,
+    ClusterUnavailable,
+    InvalidInput,
+    KafkaRefused,
+    PartitionNotFound,
+    TopicNotFound,
+)
 from broker.zookeeper import zookeeper_serving
 
 log = logging.getLogger(__name__)
@@ -347,7 +354,7 @@ def _describe_configs(
     would take every thread, and the broker would answer nothing else. So after one time-out they
     are asked again only once ZooKeeper serves (or, with no ZooKeeper configured, after a while).
     """
-    stalled = conn.configs_stalled_at
+    stalled = conn.zookeeper_stalled_at
     if stalled is not None:
         zookeeper = conn.config.zookeeper_connect
         back = (
@@ -360,9 +367,9 @@ def _describe_configs(
     try:
         described: dict[str, Any] = admin.describe_configs(resources, config_filter="all")
     except SILENT_ERRORS:
-        conn.configs_stalled_at = time.monotonic()
+        conn.zookeeper_stalled_at = time.monotonic()
         return None
-    conn.configs_stalled_at = None
+    conn.zookeeper_stalled_at = None
     return described
 
 
@@ -584,9 +591,28 @@ def _translated(conn: ClusterConnection, name: str) -> Iterator[None]:
     except kafka.errors.UnknownTopicOrPartitionError:
         raise TopicNotFound(f"No topic named {name!r} in cluster {conn.config.name!r}.") from None
     except kafka.errors.KafkaError as exc:
-        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
-            raise
+        if isinstance(exc, SILENT_ERRORS):
+            raise  # a broker that did not answer in time refused nothing
         raise _refused(exc) from None
+
+
+@contextmanager
+def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
+    """Around a change a ZooKeeper-mode broker makes in ZooKeeper (creating or deleting a topic, adding
+    partitions, changing configs). While ZooKeeper is down the broker holds the request, and one of its
+    request threads, until the time-out: once such a request timed out and ZooKeeper still does not serve,
+    refuse at once (nothing is changed). Raises ClusterUnavailable."""
+    zookeeper = conn.config.zookeeper_connect
+    if conn.zookeeper_stalled_at is not None and zookeeper and not zookeeper_serving(zookeeper, conn.config.timeout):
+        raise ClusterUnavailable(
+            f"ZooKeeper ({zookeeper}) does not serve, and cluster {conn.config.name!r} needs it to {what}: "
+            "nothing was changed. Try again once ZooKeeper is back."
+        )
+    try:
+        yield
+    except SILENT_ERRORS:
+        conn.zookeeper_stalled_at = time.monotonic()
+        raise
 
 
 def do_create_topic(
@@ -596,7 +622,7 @@ def do_create_topic(
     ClusterUnavailable. Arguments are assumed checked (``check_topic_name``, positive counts)."""
 
     def create(admin: KafkaAdminClient) -> None:
-        with _translated(conn, name):
+        with _zookeeper_change(conn, "create a topic"), _translated(conn, name):
             try:
                 admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
             except kafka.errors.TopicAlreadyExistsError:
@@ -616,7 +642,7 @@ def do_delete_topic(conn: ClusterConnection, name: str) -> None:
     """Delete a topic. Raises TopicNotFound, KafkaRefused, ClusterUnavailable."""
 
     def delete(admin: KafkaAdminClient) -> None:
-        with _translated(conn, name):
+        with _zookeeper_change(conn, "delete a topic"), _translated(conn, name):
             admin.delete_topics([name])
 
     conn.call(delete, "topic deletion")
@@ -626,7 +652,7 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
     """Grow a topic to ``total`` partitions. Raises TopicNotFound, KafkaRefused (e.g. fewer than now)."""
 
     def grow(admin: KafkaAdminClient) -> None:
-        with _translated(conn, name):
+        with _zookeeper_change(conn, "add partitions"), _translated(conn, name):
             admin.create_partitions({name: total})
         # As with creation, wait (bounded) until the metadata shows the new partitions.
         deadline = time.monotonic() + conn.config.timeout * 2
@@ -651,7 +677,7 @@ def do_alter_topic_configs(
 
     def alter(admin: KafkaAdminClient) -> None:
         try:
-            with _translated(conn, name):
+            with _zookeeper_change(conn, "change a configuration"), _translated(conn, name):
                 answer = admin.alter_configs(
                     [ConfigResource(ConfigResourceType.TOPIC, name, changes)], raise_on_unknown=False, incremental=True
                 )

@@ -490,6 +490,7 @@ def test_every_page_keeps_answering_while_zookeeper_is_down(
     for answer in ask_all(web, faulty):
         assert_ok(answer)
     topic = Endpoint("topic API", f"/api/clusters/faulty/topics/{faulty.topic}/")
+    new_topic = {"name": f"zk-back-{uuid.uuid4().hex[:6]}", "partitions": 1, "replication_factor": 3}
     timings: dict[str, float] = {}
     launcher.stop_zookeeper(DATA, echo=quiet)
     try:
@@ -505,6 +506,14 @@ def test_every_page_keeps_answering_while_zookeeper_is_down(
             assert "ZooKeeper" in answer.json()["configs_error"], str(answer)
         for answer in ask_all(web, faulty):  # no broker ran out of request threads
             assert_ok(answer)
+        # A change the brokers would make in ZooKeeper is refused at once, rather than hold a broker's
+        # request thread until the time-out; nothing is created.
+        create = Endpoint("create topic API", "/api/clusters/faulty/topics/", post=new_topic)
+        refused = ask(web, create)
+        assert_unavailable(refused)
+        assert "ZooKeeper" in refused.json()["message"], str(refused)
+        assert "nothing was changed" in refused.json()["message"], str(refused)
+        timings["create topic, refused"] = round(refused.seconds, 2)
     finally:
         launcher.start_zookeeper(DATA, echo=quiet)
 
@@ -517,6 +526,8 @@ def test_every_page_keeps_answering_while_zookeeper_is_down(
         )
 
     until(shown_again, 30, "the topic configuration, with min.insync.replicas=2, to show again")
+    created = Answers(web, Endpoint("create topic API", "/api/clusters/faulty/topics/", post=new_topic))
+    until(created, 30, "the topic to be created once ZooKeeper is back")
     wait_healthy(faulty)
     report(record_property, "seconds_with_zookeeper_down", timings)
 
