@@ -599,8 +599,10 @@ def test_every_page_says_so_when_every_broker_stops_and_recovers_when_they_retur
     for answer in ask_all(web, faulty):  # every client of the console is connected when the brokers go
         assert_ok(answer)
     timings: dict[str, float] = {}
-    with LiveWatch("/ws/clusters/faulty/overview/", admin_user) as watch:
+    tail_path = f"/ws/clusters/faulty/topics/{faulty.topic}/tail/"
+    with LiveWatch("/ws/clusters/faulty/overview/", admin_user) as watch, LiveWatch(tail_path, admin_user) as tail:
         until(lambda: any(normal(h) for _, h in watch.fragments), 15, "the live overview")
+        until(lambda: any("Waiting for new messages" in h for _, h in tail.fragments), 15, "the tail to start")
         stop_every_broker(faulty)
         try:
             stopped_at = time.monotonic()
@@ -620,6 +622,13 @@ def test_every_page_says_so_when_every_broker_stops_and_recovers_when_they_retur
             recovery[endpoint.name] = round(until(Answers(web, endpoint), 30, f"{endpoint.name} to answer again"), 2)
         until(lambda: any(normal(h) for h in watch.after(returned_at)), 30, "a normal live push")
         assert watch.closed is None  # the same websocket, never reconnected
+        # The tail that was open all along shows what is written after the brokers returned.
+        marker = f"after-the-outage-{uuid.uuid4().hex[:8]}"
+        producer = KafkaProducer(bootstrap_servers=faulty.layout.bootstrap_servers.split(","), acks="all")
+        producer.send(faulty.topic, value=marker.encode()).get(timeout=30)
+        producer.close()
+        until(lambda: any(marker in h for h in tail.after(returned_at)), 30, "the new message on the open tail")
+        assert tail.closed is None
     report(record_property, "seconds_with_every_broker_down", timings)
     report(record_property, "seconds_to_recover", recovery)
     wait_healthy(faulty)
