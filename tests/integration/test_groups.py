@@ -111,16 +111,22 @@ def test_a_partition_without_commit_is_shown_as_such(client: Client) -> None:
     assert "no commit" in html
 
 
-def test_lag_in_time_is_the_age_of_the_oldest_unconsumed_message(client: Client) -> None:
+def aged_topic(prefix: str) -> str:
+    """A new one-partition topic holding m0, m1 and m2, timestamped 10, 5 and 1 minutes ago."""
     from kafka import KafkaProducer
 
-    name = create_topic(unique("gtime"), partitions=1)
+    name = create_topic(unique(prefix), partitions=1)
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
     now = int(time.time() * 1000)
     for i, age in enumerate([600_000, 300_000, 60_000]):
         producer.send(name, value=f"m{i}".encode(), partition=0, timestamp_ms=now - age)
     producer.flush()
     producer.close()
+    return name
+
+
+def test_lag_in_time_is_the_age_of_the_oldest_unconsumed_message(client: Client) -> None:
+    name = aged_topic("gtime")
     group = unique("g-time")
     commit(group, {(name, 0): 1})  # m0 consumed; m1 (5 minutes old) is the oldest waiting
     row = api_group(client, group)["partitions"][0]

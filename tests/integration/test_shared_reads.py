@@ -4,12 +4,10 @@ reads each message's timestamp once."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
 
 from broker import groups, messages, topics
 from broker.config import ClusterConfig
@@ -17,7 +15,7 @@ from broker.connection import ClusterConnection
 from broker.local import launcher
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
-from tests.integration.test_groups import commit
+from tests.integration.test_groups import aged_topic, commit
 
 pytestmark = pytest.mark.kafka
 
@@ -83,13 +81,7 @@ def test_lag_in_time_reads_each_timestamp_once(kafka_cluster: launcher.ClusterLa
         return original(c, wanted)
 
     monkeypatch.setattr(groups, "read_timestamps", counted)
-    name = create_topic(unique("shared-lag"), partitions=1)
-    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
-    now = int(time.time() * 1000)
-    for i, age in enumerate([600_000, 300_000, 60_000]):
-        producer.send(name, value=f"m{i}".encode(), partition=0, timestamp_ms=now - age)
-    producer.flush()
-    producer.close()
+    name = aged_topic("shared-lag")  # m1, the first unconsumed below, was written 5 minutes ago
     group = unique("g-shared")
     commit(group, {(name, 0): 1})
     try:
