@@ -100,8 +100,20 @@ def timed(fn: Any) -> list[float]:
     return samples
 
 
+def settled_admin(brokers: int = 3, timeout: float = 60) -> KafkaAdminClient:
+    """An admin client that knows every broker: one made while the cluster still starts may lack some
+    (and fail with UnknownBrokerIdError when a partition's leader is one of them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap(), bootstrap_timeout_ms=10_000, request_timeout_ms=60_000)
+        if len(admin.describe_cluster()["brokers"]) >= brokers or time.monotonic() > deadline:
+            return admin
+        admin.close()
+        time.sleep(1)
+
+
 def run() -> dict[str, Any]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap(), bootstrap_timeout_ms=10_000, request_timeout_ms=60_000)
+    admin = settled_admin()
     result: dict[str, Any] = {"runs": RUNS, "partitions_per_group": PARTITIONS}
     try:
         for size in SIZES:

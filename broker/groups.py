@@ -103,6 +103,11 @@ class GroupLag:
         return sum(1 for p in self.partitions if p.committed is None)
 
     @property
+    def unknown_lag(self) -> int:
+        """Committed partitions whose log end is unknown now (their leader did not answer): not in total_lag."""
+        return sum(1 for p in self.partitions if p.committed is not None and p.log_end is None)
+
+    @property
     def empty(self) -> bool:
         return not self.members
 
@@ -117,6 +122,7 @@ class GroupLag:
             "total_lag": self.total_lag,
             "lag_ms": self.max_lag_ms,
             "partitions_without_commit": self.uncommitted,
+            "partitions_without_log_end": self.unknown_lag,
         }
 
 

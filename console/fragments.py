@@ -81,13 +81,14 @@ def groups_context(cluster: str, params: Mapping[str, str], track: bool = False)
         {
             "group": g,
             "verdict": judged[g.group_id],
-            "moved": g.total_lag - previous[g.group_id] if g.group_id in previous else None,
+            # Not while part of its lag is unknown: a partial total is no movement.
+            "moved": g.total_lag - previous[g.group_id] if g.group_id in previous and not g.unknown_lag else None,
         }
         for g in found
         if not (hide_empty and g.empty)
     ]
     if track:
-        _last_totals[cluster] = {g.group_id: g.total_lag for g in found}
+        _last_totals[cluster] = {g.group_id: g.total_lag for g in found if not g.unknown_lag}
     listing = make_listing(
         params,
         rows,

@@ -583,6 +583,30 @@ def test_an_admin_creates_users_and_changes_roles_on_the_users_page() -> None:
     assert "Users</a>" not in logged_in("operator").get("/clusters/local/").content.decode()
 
 
+def test_old_audit_entries_are_pruned_on_demand_and_recent_ones_kept() -> None:
+    import io
+    from datetime import timedelta
+
+    from django.core.management.base import CommandError
+    from django.utils import timezone
+
+    now = timezone.now()
+    for days in (400, 200, 10):
+        AuditEntry.objects.create(
+            at=now - timedelta(days=days), username="old", action="topic.create", target=f"t{days}", outcome="done"
+        )
+    out = io.StringIO()
+    call_command("prune_audit", "--older-than-days", "180", "--dry-run", stdout=out)
+    assert out.getvalue().startswith("2 audit entries are older than")
+    assert AuditEntry.objects.count() == 3
+    out = io.StringIO()
+    call_command("prune_audit", "--older-than-days", "180", stdout=out)
+    assert "Deleted 2 audit entries" in out.getvalue()
+    assert list(AuditEntry.objects.values_list("target", flat=True)) == ["t10"]
+    with pytest.raises(CommandError, match="at least 1"):
+        call_command("prune_audit", "--older-than-days", "0")
+
+
 def test_the_first_start_creates_an_admin_and_says_how_to_log_in(settings: Any, tmp_path: Path) -> None:
     import io
 
