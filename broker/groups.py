@@ -271,10 +271,8 @@ def read_timestamps(conn: ClusterConnection, wanted: list[tuple[str, int, int]])
     try:
         with conn.consumer("lag-time") as consumer:
             return _read_timestamps(consumer, wanted, conn.config.timeout)
-    except kafka.errors.KafkaError:
+    except (kafka.errors.KafkaError, ClusterUnavailable):
         return {}  # no lag in time this once (a broker did not answer): the rest of the page still shows
-    except ClusterUnavailable:
-        return {}
 
 
 def _read_timestamps(

@@ -344,6 +344,18 @@ def _min_isr(admin: KafkaAdminClient, conn: ClusterConnection, names: list[str])
     return result
 
 
+def _zookeeper_away(conn: ClusterConnection) -> bool:
+    """True while a request the brokers need ZooKeeper for timed out (conn.zookeeper_stalled_at) and
+    ZooKeeper still does not serve (with no ZooKeeper configured: for ten time-outs after the stall)."""
+    stalled = conn.zookeeper_stalled_at
+    if stalled is None:
+        return False
+    zookeeper = conn.config.zookeeper_connect
+    if zookeeper:
+        return not zookeeper_serving(zookeeper, conn.config.timeout)
+    return time.monotonic() - stalled <= conn.config.timeout * 10
+
+
 def _describe_configs(
     admin: KafkaAdminClient, conn: ClusterConnection, resources: list[ConfigResource]
 ) -> dict[str, Any] | None:
@@ -354,16 +366,8 @@ def _describe_configs(
     would take every thread, and the broker would answer nothing else. So after one time-out they
     are asked again only once ZooKeeper serves (or, with no ZooKeeper configured, after a while).
     """
-    stalled = conn.zookeeper_stalled_at
-    if stalled is not None:
-        zookeeper = conn.config.zookeeper_connect
-        back = (
-            zookeeper_serving(zookeeper, conn.config.timeout)
-            if zookeeper
-            else time.monotonic() - stalled > conn.config.timeout * 10
-        )
-        if not back:
-            return None
+    if _zookeeper_away(conn):
+        return None
     try:
         described: dict[str, Any] = admin.describe_configs(resources, config_filter="all")
     except SILENT_ERRORS:
@@ -603,7 +607,7 @@ def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
     request threads, until the time-out: once such a request timed out and ZooKeeper still does not serve,
     refuse at once (nothing is changed). Raises ClusterUnavailable."""
     zookeeper = conn.config.zookeeper_connect
-    if conn.zookeeper_stalled_at is not None and zookeeper and not zookeeper_serving(zookeeper, conn.config.timeout):
+    if zookeeper and _zookeeper_away(conn):
         raise ClusterUnavailable(
             f"ZooKeeper ({zookeeper}) does not serve, and cluster {conn.config.name!r} needs it to {what}: "
             "nothing was changed. Try again once ZooKeeper is back."

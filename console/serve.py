@@ -28,6 +28,9 @@ import sys
 import time
 from collections.abc import Sequence
 
+from broker.errors import ConfigError
+from console.env import env_int
+
 APPLICATION = "console.asgi:application"
 SYSTEMD_FIRST_FD = 3
 MAX_WORKERS = 4
@@ -37,16 +40,11 @@ STARTUP_S = 10.0
 
 
 def default_workers() -> int:
-    configured = os.environ.get("KAZAMI_WORKERS", "").strip()
-    if configured:
-        try:
-            workers = int(configured)
-        except ValueError:
-            raise SystemExit(f"error: KAZAMI_WORKERS must be a whole number, got {configured!r}") from None
-        if workers < 1:
-            raise SystemExit("error: KAZAMI_WORKERS must be at least 1")
-        return workers
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    """KAZAMI_WORKERS, else one per core (at most MAX_WORKERS); SystemExit with one line when malformed."""
+    try:
+        return env_int("KAZAMI_WORKERS", min(MAX_WORKERS, len(os.sched_getaffinity(0))), minimum=1)
+    except ConfigError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -103,7 +101,7 @@ class Supervisor:
                     continue
                 if time.monotonic() - started < STARTUP_S and status > 0:  # not killed: failed by itself
                     print(f"error: worker {slot} failed to start (exit {status}); stopping.", file=sys.stderr)
-                    code = status if status > 0 else 1
+                    code = status
                     self.stop()
                     break
                 print(f"worker {slot} exited ({status}); starting it again.", file=sys.stderr, flush=True)

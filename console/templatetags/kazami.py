@@ -56,3 +56,14 @@ def duration(ms: int | None) -> str:
 def status_label(status: str) -> str:
     """A lag status as shown to people."""
     return "not judged yet" if status == "NOT_EVALUATED" else status
+
+
+@register.simple_tag
+def at_least(uncounted: int, why: str, why_plural: str = "") -> SafeString:
+    """The "≥ " before a total that leaves out ``uncounted`` partitions (nothing when it leaves out none),
+    saying why in its title: ``why`` for one partition, ``why_plural`` (else ``why``) for several."""
+    if not uncounted:
+        return mark_safe("")
+    reason = why if uncounted == 1 else why_plural or why
+    plural = "" if uncounted == 1 else "s"
+    return format_html('<span title="{} partition{} not counted: {}">≥ </span>', uncounted, plural, reason)

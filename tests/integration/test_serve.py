@@ -218,4 +218,4 @@ def test_workers_that_cannot_start_stop_the_console_with_their_error() -> None:
 def test_the_number_of_workers_must_make_sense() -> None:
     bad = run_serve(env={"KAZAMI_WORKERS": "many"})
     assert bad.returncode == 1
-    assert bad.stderr.strip() == "error: KAZAMI_WORKERS must be a whole number, got 'many'"
+    assert bad.stderr.strip() == "error: KAZAMI_WORKERS='many': expected a whole number."
