@@ -4,6 +4,7 @@ reads each message's timestamp once."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,7 +57,17 @@ def test_a_topic_created_through_the_console_is_listed_at_once(kept: ClusterConn
     before = {t.name for t in topics.get_topics(kept)}
     name = unique("shared-new")
     topics.do_create_topic(kept, name, partitions=2, replication_factor=1)
-    after = {t.name for t in topics.get_topics(kept)}
+    # The brokers' metadata may show a new topic a moment after the controller made it: wait until the
+    # cluster itself lists it, well within the kept answer's max_age.
+    fresh = connection(max_age=0)
+    try:
+        deadline = time.monotonic() + 10
+        while name not in {t.name for t in topics.get_topics(fresh)}:
+            assert time.monotonic() < deadline, "the cluster never listed the new topic"
+            time.sleep(0.1)
+    finally:
+        fresh.close()
+    after = {t.name for t in topics.get_topics(kept)}  # not the list kept from before the change
     assert after - before == {name}
 
 
