@@ -36,6 +36,7 @@ from console import sampler
 from console.asgi import application
 from console.clusters import get_connection
 from tests.conftest import TEST_VAR
+from tests.integration.kafka_helpers import wait_known_everywhere
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
 
@@ -92,6 +93,7 @@ def cluster() -> Iterator[Faulty]:
         try:
             admin.create_topics([NewTopic(topic, 3, 3, topic_configs={"min.insync.replicas": "2"})])
             admin.wait_for_topics([topic], timeout_ms=30_000)
+            wait_known_everywhere(admin, [topic])
         finally:
             admin.close()
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
@@ -426,6 +428,7 @@ def test_it_shows_the_new_leader_and_loses_no_acknowledged_message_when_a_leader
     try:
         admin.create_topics([NewTopic(name, 1, 3, topic_configs={"min.insync.replicas": "2"})])
         admin.wait_for_topics([name], timeout_ms=30_000)
+        wait_known_everywhere(admin, [name])
     finally:
         admin.close()
     assert ask(web, Endpoint("overview API", "/api/clusters/faulty/")).status == 200  # seen alive: listed when down

@@ -10,7 +10,7 @@ from kafka import KafkaAdminClient
 
 from broker.local import launcher
 from tests.conftest import BASE_PORT, BOOTSTRAP, logged_in
-from tests.integration.kafka_helpers import wait_healthy
+from tests.integration.kafka_helpers import wait_healthy, wait_known_everywhere
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -73,6 +73,7 @@ def test_partitions_are_counted_from_metadata(client: Client, kafka_cluster: lau
         before = client.get("/api/clusters/local/").json()
         admin.create_topics([NewTopic("overview-count", 5, 3)])
         admin.wait_for_topics(["overview-count"], timeout_ms=20_000)
+        wait_known_everywhere(admin, ["overview-count"])
         after = client.get("/api/clusters/local/").json()
     finally:
         admin.delete_topics(["overview-count"])
@@ -87,6 +88,7 @@ def test_a_stopped_broker_shows_as_down_and_comes_back(client: Client, kafka_clu
     admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP.split(","), bootstrap_timeout_ms=10_000)
     admin.create_topics([NewTopic("overview-replicated", 3, 3)])
     admin.wait_for_topics(["overview-replicated"], timeout_ms=20_000)
+    wait_known_everywhere(admin, ["overview-replicated"])
     try:
         assert client.get("/api/clusters/local/").status_code == 200  # the console has seen all three
         launcher.stop_broker(2, kafka_cluster.data, echo=lambda _: None)
