@@ -619,6 +619,45 @@ def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
         raise
 
 
+def known_everywhere(
+    admin: KafkaAdminClient, names: list[str], timeout: float, partitions: int = 1, skip: frozenset[int] = frozenset()
+) -> bool:
+    """Wait until the metadata of every live broker but ``skip`` lists each topic of ``names`` with at
+    least ``partitions`` partitions, each with a leader. The controller tells the other brokers a moment
+    after a change returns, and a later read may go to any of them. False when ``timeout`` s pass first.
+
+    Kafka's client has no public call to ask one given broker for metadata, so this sends the
+    request through its connection manager (kafka-python 3.0.x)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    request = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=False
+    )
+
+    def settled(node: int) -> bool:
+        async def ask() -> Any:
+            return await admin._manager.send(request, node_id=node)
+
+        try:
+            answer = admin._manager.run(ask).to_dict()
+        except kafka.errors.KafkaError:
+            return False
+        topics = [t for t in answer["topics"] if not t["error_code"]]
+        led = {t["name"]: [p["leader_id"] >= 0 for p in t["partitions"]] for t in topics}
+        return all(len(led.get(n, [])) >= partitions and all(led[n]) for n in names)
+
+    deadline = time.monotonic() + timeout
+    try:
+        nodes = [b["broker_id"] for b in admin.describe_cluster()["brokers"] if b["broker_id"] not in skip]
+    except kafka.errors.KafkaError:
+        return False
+    while not all(settled(node) for node in nodes):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def do_create_topic(
     conn: ClusterConnection, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None
 ) -> None:
@@ -631,12 +670,11 @@ def do_create_topic(
                 admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
             except kafka.errors.TopicAlreadyExistsError:
                 raise AlreadyExists(f"Topic {name!r} already exists.") from None
-        # Kafka acknowledges the creation before every broker's metadata shows the topic; wait
-        # (bounded) so the topic's page and API answer at once. Still settling after that is not
-        # a failure: the topic was created.
-        try:
-            admin.wait_for_topics([name], timeout_ms=int(conn.config.timeout * 2000))
-        except kafka.errors.KafkaTimeoutError:
+        # Kafka acknowledges the creation before every broker's metadata shows the topic, and a page
+        # may ask any broker; wait (bounded) so the topic's page and API answer at once. Still
+        # settling after that is not a failure: the topic was created.
+        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
+        if not known_everywhere(admin, [name], conn.config.timeout * 2, partitions, skip):
             log.info("topic %s created but not yet visible everywhere", name)
 
     conn.call(create, "topic creation", requests=3)
@@ -658,13 +696,10 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
     def grow(admin: KafkaAdminClient) -> None:
         with _zookeeper_change(conn, "add partitions"), _translated(conn, name):
             admin.create_partitions({name: total})
-        # As with creation, wait (bounded) until the metadata shows the new partitions.
-        deadline = time.monotonic() + conn.config.timeout * 2
-        while time.monotonic() < deadline:
-            described = admin.describe_topics([name])
-            if described and len(described[0].get("partitions") or []) >= total:
-                break
-            time.sleep(0.1)
+        # As with creation, wait (bounded) until every broker's metadata shows the new partitions.
+        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
+        if not known_everywhere(admin, [name], conn.config.timeout * 2, total, skip):
+            log.info("partitions of %s added but not yet visible everywhere", name)
 
     conn.call(grow, "partition creation", requests=3)
 

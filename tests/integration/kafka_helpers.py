@@ -43,33 +43,11 @@ def create_topic(
 
 
 def wait_known_everywhere(client: KafkaAdminClient, topics: list[str], timeout: float = 30) -> None:
-    """Wait until every live broker's own metadata lists ``topics`` with a leader for each partition.
+    """Wait until every broker's own metadata lists ``topics``: ``wait_for_topics`` asks only one, and
+    the console may ask any."""
+    from broker.topics import known_everywhere
 
-    The controller tells the other brokers of a new topic a moment after the creation returns, and
-    the console may ask any of them; ``wait_for_topics`` only asks one."""
-    import time
-
-    from kafka.protocol.metadata import MetadataRequest
-
-    def known(node: int) -> bool:
-        async def ask() -> object:
-            request = MetadataRequest(
-                topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-                allow_auto_topic_creation=False,
-            )
-            return await client._manager.send(request, node_id=node)  # this broker alone
-
-        answer = client._manager.run(ask).to_dict()
-        listed = {t["name"]: t for t in answer["topics"] if t["error_code"] == 0}
-        led = {name: [p["leader_id"] >= 0 for p in listed[name]["partitions"]] for name in listed}
-        return all(led.get(name) and all(led[name]) for name in topics)
-
-    deadline = time.monotonic() + timeout
-    nodes = [b["broker_id"] for b in client.describe_cluster()["brokers"]]
-    while not all(known(node) for node in nodes):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"brokers {nodes} did not all learn of {topics} in {timeout:.0f} s")
-        time.sleep(0.1)
+    assert known_everywhere(client, topics, timeout), f"not every broker learnt of {topics} in {timeout:.0f} s"
 
 
 def produce(

@@ -14,7 +14,7 @@ from broker import topics
 from broker.local import launcher
 from console.clusters import get_connection
 from tests.conftest import BOOTSTRAP, logged_in
-from tests.integration.kafka_helpers import create_topic, produce, unique, wait_healthy
+from tests.integration.kafka_helpers import admin, create_topic, produce, unique, wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -216,6 +216,15 @@ def test_create_topic_through_the_form_and_its_errors(client: Client) -> None:
     assert "Invalid value soon for configuration retention.ms" in bad_config.content.decode()
 
 
+def every_broker_knows(name: str, partitions: int) -> bool:
+    """Whether each broker's own metadata shows the topic with its partitions now (asked once)."""
+    client = admin()
+    try:
+        return topics.known_everywhere(client, [name], timeout=0, partitions=partitions)
+    finally:
+        client.close()
+
+
 def test_the_api_creates_topics_from_json(client: Client) -> None:
     name = unique("tc-api")
     response = client.post(
@@ -225,6 +234,9 @@ def test_the_api_creates_topics_from_json(client: Client) -> None:
     )
     assert response.status_code == 201
     assert response.json()["partitions"][1]["partition"] == 1
+    assert every_broker_knows(name, partitions=2)  # at once: the next page may ask any broker
+    assert not every_broker_knows(name, partitions=3)
+    assert not every_broker_knows(unique("tc-absent"), partitions=1)
     bad = client.post("/api/clusters/local/topics/", {"partitions": "many"}, content_type="application/json")
     assert bad.status_code == 400
     assert set(bad.json()["fields"]) == {"name", "partitions", "replication_factor"}
@@ -249,6 +261,7 @@ def test_add_partitions_and_refusal_to_shrink(client: Client) -> None:
     assert (
         client.post(f"/clusters/local/topics/{name}/add-partitions/", {"confirmed": "1", "total": 5}).status_code == 302
     )
+    assert every_broker_knows(name, partitions=5)
     assert len(api_topic(client, name)["partitions"]) == 5
     shrink = client.post(
         f"/api/clusters/local/topics/{name}/partitions/", {"total": 3}, content_type="application/json"
