@@ -566,6 +566,23 @@ class Tail:
             if consumer is not None:
                 consumer.close()
 
+    def trouble(self) -> str | None:
+        """Why new messages may not be arriving now, read from the topic's partitions (a shared read):
+        the cluster does not answer, the topic is gone, or a tailed partition has no leader. None when
+        every tailed partition can be read. The reader goes on meanwhile and picks up where it was."""
+        try:
+            infos = get_topic_partitions(self.conn, self.topic)
+        except ClusterUnavailable as exc:
+            return f"{exc} The tail goes on by itself once it answers."
+        except NotFound as exc:
+            return str(exc)
+        leaderless = [i.partition for i in infos if i.partition in self.partitions and not i.available]
+        if not leaderless:
+            return None
+        names = ", ".join(str(p) for p in leaderless)
+        which = f"Partition {names} has" if len(leaderless) == 1 else f"Partitions {names} have"
+        return f"{which} no leader now: new messages there show once one is elected."
+
     def _add(self, message: Message) -> None:
         with self._lock:
             self.received += 1

@@ -250,6 +250,7 @@ class SharedTail:
     decoding: Decoding
     watchers: set[TailConsumer] = field(default_factory=set)
     pump: asyncio.Task[None] | None = None
+    trouble: str | None = None  # why new messages may not be arriving now (Tail.trouble), None if none
 
     def current(self) -> bool:
         """Still reading for this event loop (a loop that ended, as in tests, leaves its task behind)."""
@@ -271,6 +272,7 @@ class TailConsumer(Rechecked):
 
     PUSH_EVERY = 0.5
     ROWS_PER_PUSH = 25
+    CHECK_EVERY = 3.0  # how often the shared reader asks whether its partitions can be read
     shared: SharedTail | None = None
 
     async def connect(self) -> None:
@@ -310,8 +312,8 @@ class TailConsumer(Rechecked):
         self.received_before = shared.tail.received
         self.shown = 0
         shared.watchers.add(self)
-        where = f"partition {wanted[0]}" if query.get("partition") else f"all {len(wanted)} partitions"
-        await self._status(f"Waiting for new messages on {where}…")
+        self.where = f"partition {wanted[0]}" if query.get("partition") else f"all {len(wanted)} partitions"
+        await self.show_state()
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecking()
@@ -333,26 +335,70 @@ class TailConsumer(Rechecked):
             return
         if action in ("pause", "resume"):
             self.paused = action == "pause"
-            await self._status("Paused: new messages are not shown." if self.paused else "Live again.")
+            if self.paused:
+                await self._status("Paused: new messages are not shown.")
+            else:
+                await self._status("Live again.", self.shared.trouble if self.shared else None)
 
-    async def _status(self, text: str) -> None:
-        await self.send(text_data=render_to_string("messages/_tail_status.html", {"status": text}))
+    async def _status(self, text: str, trouble: str | None = None) -> None:
+        await self.send(text_data=self._status_html(text, trouble))
+
+    def _status_html(self, text: str, trouble: str | None = None) -> str:
+        return render_to_string("messages/_tail_status.html", {"status": text, "trouble": trouble})
+
+    def _counts(self, skipped: int = 0) -> str:
+        """This browser's counts, or what it waits for when nothing came yet."""
+        assert self.shared is not None
+        received = self.shared.tail.received - self.received_before
+        if not received:
+            return f"Waiting for new messages on {self.where}…"
+        note = f" · {skipped} skipped to keep up" if skipped else ""
+        return f"{received} received, {self.shown} shown{note}"
+
+    async def show_state(self) -> None:
+        """The counts, with the shared reader's trouble if it has one (a change of trouble is sent at once)."""
+        assert self.shared is not None
+        if not self.paused:
+            await self._status(self._counts(), self.shared.trouble)
 
     async def push(self, rows: str, count: int, skipped: int) -> None:
         """Send rows drawn by the shared reader, with this browser's own counts."""
         assert self.shared is not None
         self.shown += count
-        note = f" · {skipped} skipped to keep up" if skipped else ""
-        received = self.shared.tail.received - self.received_before
-        status = render_to_string(
-            "messages/_tail_status.html", {"status": f"{received} received, {self.shown} shown{note}"}
-        )
-        await self.send(text_data=rows + status)
+        await self.send(text_data=rows + self._status_html(self._counts(skipped), self.shared.trouble))
+
+
+async def _watch(shared: SharedTail) -> None:
+    """Every CHECK_EVERY: whether the tailed partitions can be read now (Tail.trouble, off the event loop).
+    A change is shown to every watcher at once: the cluster gone away, a partition without a leader, and
+    when it is over. The reader itself goes on meanwhile."""
+    while True:
+        await asyncio.sleep(TailConsumer.CHECK_EVERY)
+        try:
+            trouble = await sync_to_async(shared.tail.trouble, thread_sensitive=False)()
+        except Exception:  # an unforeseen failure of the check must not end it
+            log.warning("checking a tail's partitions failed", exc_info=True)
+            continue
+        if trouble != shared.trouble:
+            shared.trouble = trouble
+            for watcher in list(shared.watchers):
+                try:
+                    await watcher.show_state()
+                except Exception:  # one browser gone wrong does not keep the others uninformed
+                    log.warning("a tail status to one browser failed", exc_info=True)
 
 
 async def _pump(key: TailKey, shared: SharedTail) -> None:
     """Every PUSH_EVERY: what the reader got since, drawn once (in a worker thread, off the event loop),
-    to every watcher that is not paused."""
+    to every watcher that is not paused. Runs ``_watch`` beside it."""
+    watch = asyncio.get_running_loop().create_task(_watch(shared))
+    try:
+        await _push_forever(key, shared)
+    finally:
+        watch.cancel()
+
+
+async def _push_forever(key: TailKey, shared: SharedTail) -> None:
     tail = shared.tail
     while True:
         await asyncio.sleep(TailConsumer.PUSH_EVERY)

@@ -374,6 +374,7 @@ class LiveWatch:
 
 
 UNAVAILABLE = "The cluster cannot be reached."
+TAIL_AWAY = "The tail goes on by itself once it answers."
 
 
 def normal(html: str) -> bool:
@@ -632,6 +633,8 @@ def test_every_page_says_so_when_every_broker_stops_and_recovers_when_they_retur
                     assert_unavailable(answer)
                     assert answer.seconds < 2 * TIMEOUT + 1, str(answer)
             until(lambda: any(UNAVAILABLE in h for h in watch.after(stopped_at)), 15, "an 'unavailable' live push")
+            # The open tail says why nothing arrives, rather than only waiting.
+            until(lambda: any(TAIL_AWAY in h for h in tail.after(stopped_at)), 15, "the tail to say so")
         finally:
             launcher.up(DATA, brokers=3, zookeeper_port=ZOOKEEPER_PORT, base_port=BASE_PORT, echo=quiet)
         returned_at = time.monotonic()
@@ -647,6 +650,8 @@ def test_every_page_says_so_when_every_broker_stops_and_recovers_when_they_retur
         producer.close()
         until(lambda: any(marker in h for h in tail.after(returned_at)), 30, "the new message on the open tail")
         assert tail.closed is None
+        assert TAIL_AWAY not in tail.fragments[-1][1]  # and says so no more
+        assert 'class="muted"' in tail.fragments[-1][1]
     report(record_property, "seconds_with_every_broker_down", timings)
     report(record_property, "seconds_to_recover", recovery)
     wait_healthy(faulty)
