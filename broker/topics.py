@@ -624,7 +624,8 @@ def known_everywhere(
 ) -> bool:
     """Wait until the metadata of every live broker but ``skip`` lists each topic of ``names`` with at
     least ``partitions`` partitions, each with a leader. The controller tells the other brokers a moment
-    after a change returns, and a later read may go to any of them. False when ``timeout`` s pass first.
+    after a change returns, and a later read may go to any of them. A broker that does not answer is
+    left out (it serves no reads either). False when ``timeout`` s pass first; with 0, asks once.
 
     Kafka's client has no public call to ask one given broker for metadata, so this sends the
     request through its connection manager (kafka-python 3.0.x)."""
@@ -633,29 +634,34 @@ def known_everywhere(
     request = MetadataRequest(
         topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=False
     )
+    deadline = time.monotonic() + timeout
 
-    def settled(node: int) -> bool:
+    def settled(node: int) -> bool | None:
+        """Whether ``node`` lists them all; None when it does not answer."""
+        wait_ms = int(max(deadline - time.monotonic(), 1.0) * 1000)
+
         async def ask() -> Any:
-            return await admin._manager.send(request, node_id=node)
+            return await admin._manager.send(request, node_id=node, request_timeout_ms=wait_ms)
 
         try:
             answer = admin._manager.run(ask).to_dict()
         except kafka.errors.KafkaError:
-            return False
+            return None
         topics = [t for t in answer["topics"] if not t["error_code"]]
         led = {t["name"]: [p["leader_id"] >= 0 for p in t["partitions"]] for t in topics}
         return all(len(led.get(n, [])) >= partitions and all(led[n]) for n in names)
 
-    deadline = time.monotonic() + timeout
     try:
-        nodes = [b["broker_id"] for b in admin.describe_cluster()["brokers"] if b["broker_id"] not in skip]
+        waiting = {b["broker_id"] for b in admin.describe_cluster()["brokers"]} - skip
     except kafka.errors.KafkaError:
         return False
-    while not all(settled(node) for node in nodes):
-        if time.monotonic() > deadline:
+    while True:
+        waiting = {node for node in sorted(waiting) if settled(node) is False}
+        if not waiting:
+            return True
+        if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
-    return True
 
 
 def do_create_topic(
