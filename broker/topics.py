@@ -619,13 +619,19 @@ def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
         raise
 
 
-def known_everywhere(
-    admin: KafkaAdminClient, names: list[str], timeout: float, partitions: int = 1, skip: frozenset[int] = frozenset()
+def settled_everywhere(
+    admin: KafkaAdminClient,
+    names: list[str],
+    timeout: float,
+    partitions: int = 1,
+    skip: frozenset[int] = frozenset(),
+    gone: bool = False,
 ) -> bool:
     """Wait until the metadata of every live broker but ``skip`` lists each topic of ``names`` with at
-    least ``partitions`` partitions, each with a leader. The controller tells the other brokers a moment
-    after a change returns, and a later read may go to any of them. A broker that does not answer is
-    left out (it serves no reads either). False when ``timeout`` s pass first; with 0, asks once.
+    least ``partitions`` partitions, each with a leader (with ``gone``: lists none of them). The
+    controller tells the other brokers a moment after a change returns, and a later read may go to any
+    of them. A broker that does not answer is left out (it serves no reads either). False when
+    ``timeout`` s pass first; with 0, asks once.
 
     Kafka's client has no public call to ask one given broker for metadata, so this sends the
     request through its connection manager (kafka-python 3.0.x)."""
@@ -649,6 +655,8 @@ def known_everywhere(
             return None
         topics = [t for t in answer["topics"] if not t["error_code"]]
         led = {t["name"]: [p["leader_id"] >= 0 for p in t["partitions"]] for t in topics}
+        if gone:
+            return not any(n in led for n in names)
         return all(len(led.get(n, [])) >= partitions and all(led[n]) for n in names)
 
     try:
@@ -680,7 +688,7 @@ def do_create_topic(
         # may ask any broker; wait (bounded) so the topic's page and API answer at once. Still
         # settling after that is not a failure: the topic was created.
         skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
-        if not known_everywhere(admin, [name], conn.config.timeout * 2, partitions, skip):
+        if not settled_everywhere(admin, [name], conn.config.timeout * 2, partitions, skip):
             log.info("topic %s created but not yet visible everywhere", name)
 
     conn.call(create, "topic creation", requests=3)
@@ -692,8 +700,12 @@ def do_delete_topic(conn: ClusterConnection, name: str) -> None:
     def delete(admin: KafkaAdminClient) -> None:
         with _zookeeper_change(conn, "delete a topic"), _translated(conn, name):
             admin.delete_topics([name])
+        # As with creation: wait (bounded) until no broker lists it, so the topic list no longer shows it.
+        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
+        if not settled_everywhere(admin, [name], conn.config.timeout * 2, skip=skip, gone=True):
+            log.info("topic %s deleted but still listed somewhere", name)
 
-    conn.call(delete, "topic deletion")
+    conn.call(delete, "topic deletion", requests=3)
 
 
 def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
@@ -704,7 +716,7 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
             admin.create_partitions({name: total})
         # As with creation, wait (bounded) until every broker's metadata shows the new partitions.
         skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
-        if not known_everywhere(admin, [name], conn.config.timeout * 2, total, skip):
+        if not settled_everywhere(admin, [name], conn.config.timeout * 2, total, skip):
             log.info("partitions of %s added but not yet visible everywhere", name)
 
     conn.call(grow, "partition creation", requests=3)

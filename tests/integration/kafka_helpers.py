@@ -45,9 +45,9 @@ def create_topic(
 def wait_known_everywhere(client: KafkaAdminClient, topics: list[str], timeout: float = 30) -> None:
     """Wait until every broker's own metadata lists ``topics``: ``wait_for_topics`` asks only one, and
     the console may ask any."""
-    from broker.topics import known_everywhere
+    from broker.topics import settled_everywhere
 
-    assert known_everywhere(client, topics, timeout), f"not every broker learnt of {topics} in {timeout:.0f} s"
+    assert settled_everywhere(client, topics, timeout), f"not every broker learnt of {topics} in {timeout:.0f} s"
 
 
 def produce(

@@ -216,11 +216,12 @@ def test_create_topic_through_the_form_and_its_errors(client: Client) -> None:
     assert "Invalid value soon for configuration retention.ms" in bad_config.content.decode()
 
 
-def every_broker_knows(name: str, partitions: int) -> bool:
-    """Whether each broker's own metadata shows the topic with its partitions now (asked once)."""
+def every_broker_knows(name: str, partitions: int, gone: bool = False) -> bool:
+    """Whether each broker's own metadata shows the topic with its partitions now (with ``gone``: shows
+    it no more), asked once."""
     client = admin()
     try:
-        return topics.known_everywhere(client, [name], timeout=0, partitions=partitions)
+        return topics.settled_everywhere(client, [name], timeout=0, partitions=partitions, gone=gone)
     finally:
         client.close()
 
@@ -247,12 +248,14 @@ def test_the_api_creates_topics_from_json(client: Client) -> None:
 
 def test_delete_asks_for_the_name_and_loses_nothing_when_wrong(client: Client) -> None:
     name = create_topic(unique("tdel"), partitions=1)
+    assert not every_broker_knows(name, partitions=1, gone=True)
     wrong = client.post(f"/clusters/local/topics/{name}/delete/", {"confirm": "something-else"})
     assert wrong.status_code == 400
     assert "That is not the topic&#x27;s name; nothing was deleted." in wrong.content.decode()
     assert client.get(f"/api/clusters/local/topics/{name}/").status_code == 200
     right = client.post(f"/clusters/local/topics/{name}/delete/", {"confirm": name})
     assert right.status_code == 302
+    assert every_broker_knows(name, partitions=1, gone=True)  # at once: no broker lists it any more
     assert client.get(f"/api/clusters/local/topics/{name}/").status_code == 404
 
 
