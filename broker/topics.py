@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -624,7 +624,7 @@ def settled_everywhere(
     names: list[str],
     timeout: float,
     partitions: int = 1,
-    skip: frozenset[int] = frozenset(),
+    skip: Collection[int] = (),
     gone: bool = False,
 ) -> bool:
     """Wait until the metadata of every live broker but ``skip`` lists each topic of ``names`` with at
@@ -660,7 +660,7 @@ def settled_everywhere(
         return all(len(led.get(n, [])) >= partitions and all(led[n]) for n in names)
 
     try:
-        waiting = {b["broker_id"] for b in admin.describe_cluster()["brokers"]} - skip
+        waiting = {b["broker_id"] for b in admin.describe_cluster()["brokers"]} - set(skip)
     except kafka.errors.KafkaError:
         return False
     while True:
@@ -670,6 +670,17 @@ def settled_everywhere(
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+
+
+def _await_metadata(
+    admin: KafkaAdminClient, conn: ClusterConnection, name: str, partitions: int = 1, gone: bool = False
+) -> None:
+    """After a change to topic ``name``: Kafka acknowledges it before every broker's metadata shows it,
+    and the next page may ask any broker, so wait (bounded: two time-outs; brokers known to be silent
+    left out) until they all do. Still settling after that is not a failure: the change was made."""
+    timeout = conn.config.timeout * 2
+    if not settled_everywhere(admin, [name], timeout, partitions, conn.silent_brokers(), gone):
+        log.info("topic %s changed, but not every broker's metadata shows it yet", name)
 
 
 def do_create_topic(
@@ -684,12 +695,7 @@ def do_create_topic(
                 admin.create_topics([NewTopic(name, partitions, replication_factor, topic_configs=configs or {})])
             except kafka.errors.TopicAlreadyExistsError:
                 raise AlreadyExists(f"Topic {name!r} already exists.") from None
-        # Kafka acknowledges the creation before every broker's metadata shows the topic, and a page
-        # may ask any broker; wait (bounded) so the topic's page and API answer at once. Still
-        # settling after that is not a failure: the topic was created.
-        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
-        if not settled_everywhere(admin, [name], conn.config.timeout * 2, partitions, skip):
-            log.info("topic %s created but not yet visible everywhere", name)
+        _await_metadata(admin, conn, name, partitions)
 
     conn.call(create, "topic creation", requests=3)
 
@@ -700,10 +706,7 @@ def do_delete_topic(conn: ClusterConnection, name: str) -> None:
     def delete(admin: KafkaAdminClient) -> None:
         with _zookeeper_change(conn, "delete a topic"), _translated(conn, name):
             admin.delete_topics([name])
-        # As with creation: wait (bounded) until no broker lists it, so the topic list no longer shows it.
-        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
-        if not settled_everywhere(admin, [name], conn.config.timeout * 2, skip=skip, gone=True):
-            log.info("topic %s deleted but still listed somewhere", name)
+        _await_metadata(admin, conn, name, gone=True)
 
     conn.call(delete, "topic deletion", requests=3)
 
@@ -714,10 +717,7 @@ def do_add_partitions(conn: ClusterConnection, name: str, total: int) -> None:
     def grow(admin: KafkaAdminClient) -> None:
         with _zookeeper_change(conn, "add partitions"), _translated(conn, name):
             admin.create_partitions({name: total})
-        # As with creation, wait (bounded) until every broker's metadata shows the new partitions.
-        skip = frozenset(b for b in conn.known_brokers if conn.is_silent(b))
-        if not settled_everywhere(admin, [name], conn.config.timeout * 2, total, skip):
-            log.info("partitions of %s added but not yet visible everywhere", name)
+        _await_metadata(admin, conn, name, total)
 
     conn.call(grow, "partition creation", requests=3)
 
