@@ -16,7 +16,7 @@ DEMO_SECOND_AFTER ?= 300
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka jars)
+install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete analytics/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka and Spark-connector jars)
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is needed (Python 3.11)"; exit 2; }
@@ -33,6 +33,10 @@ node_modules/.installed: package.json package-lock.json
 broker/local/jars/.complete: broker/local/pom.xml | $(VENV)/.installed
 	rm -rf broker/local/jars
 	$(PY) -m broker.local fetch-jars
+
+analytics/jars/.complete: analytics/pom.xml | $(VENV)/.installed
+	rm -rf analytics/jars
+	$(PY) -m analytics fetch-jars
 
 system-deps: ## install the Debian packages the tests use (Chromium, docker-compose, kcat) when missing
 	@missing=""; \
@@ -85,4 +89,4 @@ status: ## show the embedded cluster's processes as JSON
 	$(PY) -m broker.local status
 
 clean: ## remove installed and generated files (not var/, which holds the cluster's data)
-	rm -rf $(VENV) node_modules broker/local/jars .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules broker/local/jars analytics/jars .pytest_cache .mypy_cache .ruff_cache

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpRequest
 
 from broker.errors import InvalidInput
+from broker.times import parse_time
 
 
 def _values(source: HttpRequest | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -36,25 +36,6 @@ def int_param(
     if maximum is not None and value > maximum:
         raise InvalidInput(f"{name} must be at most {maximum}, not {value}.")
     return value
-
-
-def parse_time(raw: str, name: str = "timestamp") -> int:
-    """Epoch milliseconds from a number of milliseconds or an ISO date / date-time (naive means UTC)."""
-    raw = raw.strip()
-    if raw.lstrip("-").isdigit():
-        value = int(raw)
-        if value < 0:
-            raise InvalidInput(f"{name} must not be negative.")
-        return value
-    try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(
-            f"{name} must be epoch milliseconds or a date like 2026-11-01T12:30:00Z, not {raw[:40]!r}."
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 def time_param(request: HttpRequest, name: str) -> int | None:

@@ -13,7 +13,7 @@ from broker.decode import decode
 from broker.errors import InvalidInput
 from broker.messages import Message, ScanProgress
 from broker.query import MessageView, Query, QueryError, parse_query
-from console.params import parse_time
+from broker.times import parse_time
 from console.shown import ShownMessage, decoding_for, show
 
 MAX_SCAN_LIMIT = 5_000_000

@@ -45,6 +45,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from broker.config import ClusterConfig
 from broker.errors import KazamiError
 from broker.local.certs import CertFiles, ensure_certs
+from broker.local.maven import copy_dependencies, jars_complete
 
 HERE = Path(__file__).resolve().parent
 JARS = HERE / "jars"
@@ -165,36 +166,12 @@ def _java_major(version_output: str) -> int | None:
 
 
 def jars_ready() -> bool:
-    return (JARS / ".complete").exists()
+    return jars_complete(JARS)
 
 
 def fetch_jars(echo: Callable[[str], None] = print) -> None:
     """Copy the Kafka jars from Maven Central into broker/local/jars/ once; later calls do nothing."""
-    if jars_ready():
-        return
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise LauncherError("Maven is needed once to fetch the Kafka jars: install it (e.g. `apt-get install maven`).")
-    echo("Fetching the Apache Kafka jars from Maven Central (once)...")
-    result = subprocess.run(
-        [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={JARS}",
-            "-DincludeScope=runtime",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if result.returncode != 0:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
-        raise LauncherError("Maven could not fetch the Kafka jars: " + " | ".join(tail))
-    (JARS / ".complete").write_text("ok\n")
+    copy_dependencies(POM, JARS, "the Apache Kafka jars", echo)
 
 
 def classpath() -> str:

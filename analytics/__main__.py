@@ -1,0 +1,80 @@
+"""``python -m analytics``: fetch the connector jars, or run one report from a shell and print it as JSON.
+
+    python -m analytics fetch-jars
+    python -m analytics run pv_uu --topics page-views --bucket hour [--from ISO] [--to ISO]
+        [--approximate] [--top-n 20] [--bootstrap-servers H:P,...] [--master local[*]]
+
+``run`` needs no console: it reads a PLAINTEXT cluster, and the same command runs on a Spark
+cluster with ``--master spark://host:7077``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+from analytics.events import BUCKETS
+from analytics.reports import REPORTS
+from analytics.runner import JobSpec, check_spec, run_report
+from analytics.spark import SparkSettings, fetch_jars, start_session
+from broker.config import ClusterConfig, split_servers
+from broker.connection import ClusterConnection
+from broker.errors import KazamiError
+from broker.ranges import get_ranges
+from broker.times import parse_time
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analytics", description="Spark reports over web events.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("fetch-jars", help="copy Spark's Kafka connector jars from Maven Central (once)")
+    run = sub.add_parser("run", help="run one report and print its result as JSON")
+    run.add_argument("report", choices=list(REPORTS))
+    run.add_argument("--topics", required=True, help="comma-separated topics")
+    run.add_argument("--bucket", choices=list(BUCKETS), default="hour")
+    run.add_argument("--from", dest="from_", default=None, help="ISO-8601 time or epoch ms (default: the start)")
+    run.add_argument("--to", default=None, help="ISO-8601 time or epoch ms, excluded (default: now)")
+    run.add_argument("--approximate", action="store_true", help="HyperLogLog unique users")
+    run.add_argument("--top-n", type=int, default=20)
+    run.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"),
+    )
+    run.add_argument("--master", default=os.environ.get("KAZAMI_SPARK_MASTER", "local[*]"))
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "fetch-jars":
+            fetch_jars()
+            return 0
+        spec = JobSpec(
+            report=args.report,
+            topics=tuple(t for t in args.topics.split(",") if t),
+            bucket=args.bucket,
+            from_ms=parse_time(args.from_, "--from") if args.from_ else None,
+            to_ms=parse_time(args.to, "--to") if args.to else None,
+            approximate=args.approximate,
+            top_n=args.top_n,
+        )
+        config = ClusterConfig(name="cli", bootstrap_servers=split_servers(args.bootstrap_servers), timeout=10)
+        ranges = get_ranges(ClusterConnection(config), list(spec.topics), spec.from_ms, spec.to_ms)
+        check_spec(spec, max_points=100_000, first_time_ms=ranges.first_time_ms)
+        from analytics.source import kafka_options
+
+        spark = start_session(SparkSettings(master=args.master, app_name=f"kazami {spec.report}"))
+        with tempfile.TemporaryDirectory() as scratch:
+            result = run_report(spark, spec, kafka_options(config, Path(scratch)), ranges, uuid.uuid4().hex)
+        print(json.dumps(asdict(result), indent=2))
+    except KazamiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

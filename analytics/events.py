@@ -1,0 +1,100 @@
+"""The web events the reports read, parsed from Kafka records, and why a record is not one.
+
+An event is a JSON object with a ``type`` and the fields its type needs (README, "Web events").
+A record that is not such an event is malformed, for one reason of :data:`REASONS`; the reports
+leave it out and the job counts it, so a bad record never fails a job:
+
+- ``not_json``: no value, or a value that is not a JSON object;
+- ``unknown_type``: ``type`` missing or not one of :data:`EVENT_TYPES`;
+- ``missing_field``: a field its type needs is missing or null, or ``ts`` is not a whole number
+  (a JSON integer, or a string of digits).
+
+Fields are read as text (a number in a text field is kept as its JSON text), so one schema serves
+every type and one parse serves every report.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+EVENT_TYPES = ("page_view", "impression", "click", "share")
+# What each type needs; ``keyword`` and ``referrer`` may be absent or null (a page that is no search
+# result, a visit with no referrer).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "page_view": ("ts", "user_id", "session_id", "url"),
+    "impression": ("ts", "impression_id", "ad_id", "campaign_id", "user_id", "url"),
+    "click": ("ts", "impression_id", "ad_id", "campaign_id", "user_id"),
+    "share": ("ts", "user_id", "url", "network"),
+}
+OPTIONAL = ("referrer", "keyword")
+FIELDS = ("type", *sorted({f for fields in REQUIRED.values() for f in fields} | set(OPTIONAL)))
+NOT_JSON, UNKNOWN_TYPE, MISSING_FIELD = "not_json", "unknown_type", "missing_field"
+REASONS = (NOT_JSON, UNKNOWN_TYPE, MISSING_FIELD)
+CORRUPT = "_corrupt"
+
+# Bucket name -> (unit, length in ms); None: one bucket over everything.
+BUCKETS: dict[str, tuple[str, int] | None] = {
+    "minute": ("minute", 60_000),
+    "hour": ("hour", 3_600_000),
+    "day": ("day", 86_400_000),
+    "total": None,
+}
+
+
+def event_schema() -> StructType:
+    """The StructType every value is parsed with: every field as text, plus the corrupt-record column."""
+    from pyspark.sql import types as T
+
+    return T.StructType(
+        [T.StructField(name, T.StringType()) for name in FIELDS] + [T.StructField(CORRUPT, T.StringType())]
+    )
+
+
+def reason_column() -> Column:
+    """Why the parsed struct in column ``j`` is not an event (one of REASONS), or null when it is one."""
+    from pyspark.sql import functions as F
+
+    j = F.col("j")
+    ts_number = F.expr("try_cast(j.ts AS BIGINT)")
+    missing_by_type = None
+    for kind, fields in REQUIRED.items():
+        missing = F.lit(False)
+        for name in fields:
+            missing = missing | j[name].isNull()
+        missing = missing | ts_number.isNull()
+        branch = (j["type"] == kind) & missing
+        missing_by_type = branch if missing_by_type is None else (missing_by_type | branch)
+    assert missing_by_type is not None
+    return (
+        F.when(j.isNull() | j[CORRUPT].isNotNull(), F.lit(NOT_JSON))
+        .when(j["type"].isNull() | ~j["type"].isin(*EVENT_TYPES), F.lit(UNKNOWN_TYPE))
+        .when(missing_by_type, F.lit(MISSING_FIELD))
+    )
+
+
+def parse(records: DataFrame, bucket: str) -> DataFrame:
+    """Kafka records (columns ``key``, ``value``, ``timestamp``) -> one row per record with ``reason``
+    (null for an event), ``bytes`` (key and value sizes), the event's fields, ``ts`` as a number and
+    ``bucket_start`` (the start of its bucket in epoch ms, buckets aligned in UTC; null for ``total``)."""
+    from pyspark.sql import functions as F
+
+    parsed = records.select(
+        (F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))).alias("bytes"),
+        F.from_json(F.col("value").cast("string"), event_schema(), {"columnNameOfCorruptRecord": CORRUPT}).alias("j"),
+    )
+    j = F.col("j")
+    unit = BUCKETS[bucket]
+    ts = F.expr("try_cast(j.ts AS BIGINT)")
+    # Buckets are aligned on the epoch, so in UTC: the same as truncating the time, for less work.
+    bucket_start = (ts - F.pmod(ts, F.lit(unit[1]))) if unit else F.lit(None).cast("bigint")
+    return parsed.select(
+        reason_column().alias("reason"),
+        "bytes",
+        *[j[name].alias(name) for name in FIELDS if name != "ts"],
+        ts.alias("ts"),
+        bucket_start.alias("bucket_start"),
+    )

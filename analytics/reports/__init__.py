@@ -1,0 +1,30 @@
+"""The reports, one module each. A report's ``transform`` is a pure function from the parsed, valid
+events (analytics.events.parse) to its result frame; ``finish`` turns the collected rows into
+the rows the console stores and a summary of what stands apart from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from analytics.reports import ctr, keywords, pv_uu, shares
+
+
+@dataclass(frozen=True)
+class Options:
+    approximate: bool = False  # HyperLogLog distinct counts (pv_uu)
+    approx_rsd: float = 0.01  # their relative standard deviation
+    top_n: int = 20  # keywords per bucket
+
+
+REPORTS: dict[str, ModuleType] = {"pv_uu": pv_uu, "keywords": keywords, "ctr": ctr, "shares": shares}
+
+
+def finish(report: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows to keep and the summary of ``report``'s collected ``rows``."""
+    module = REPORTS[report]
+    if hasattr(module, "finish"):
+        kept, summary = module.finish(rows)
+        return kept, summary
+    return rows, {}

@@ -1,0 +1,223 @@
+"""Running one report: plan the offsets, read them once, parse once, aggregate, collect.
+
+Knows Spark and Kafka, nothing of Django: the console's job process (console/jobs.py) calls
+:func:`run_report` with callbacks for progress and a cancel flag, and stores what it returns.
+Malformed records are counted per reason in the same pass that aggregates (Spark's observed
+metrics), so a report reads its records once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from analytics import events
+from analytics.reports import REPORTS, Options, finish
+from analytics.source import read_range
+from analytics.spark import first_line
+from broker.errors import InvalidInput, KazamiError
+from broker.ranges import TopicRanges
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class JobCancelled(KazamiError):
+    """Someone cancelled the job; Spark's jobs for it were cancelled."""
+
+
+class JobFailed(KazamiError):
+    """Spark failed the job; the message is the cause, not the JVM's stack."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to compute: a report over topics in [from_ms, to_ms) (None: open), by bucket."""
+
+    report: str
+    topics: tuple[str, ...]
+    bucket: str = "hour"
+    from_ms: int | None = None
+    to_ms: int | None = None
+    approximate: bool = False
+    top_n: int = 20
+
+    def options(self) -> Options:
+        return Options(approximate=self.approximate, top_n=self.top_n)
+
+
+@dataclass
+class JobResult:
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    input_rows: int = 0
+    input_bytes: int = 0
+    malformed: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[float, str], None]
+
+
+def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None, now_ms: int | None = None) -> None:
+    """Raise InvalidInput for a spec no job should start with: unknown report or bucket, no topic, ``from``
+    not before ``to``, or more buckets than ``max_points`` over the range (an open start counts from
+    ``first_time_ms``, the first record's time, when known)."""
+    if spec.report not in REPORTS:
+        raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join(REPORTS)}.")
+    if spec.bucket not in events.BUCKETS:
+        raise InvalidInput(f"Unknown bucket {spec.bucket!r}; buckets: {', '.join(events.BUCKETS)}.")
+    if not spec.topics:
+        raise InvalidInput("Choose at least one topic.")
+    if spec.from_ms is not None and spec.to_ms is not None and spec.from_ms >= spec.to_ms:
+        raise InvalidInput(f"'from' ({iso(spec.from_ms)}) must be before 'to' ({iso(spec.to_ms)}).")
+    if not 1 <= spec.top_n <= 1000:
+        raise InvalidInput("top_n must be between 1 and 1000.")
+    unit = events.BUCKETS[spec.bucket]
+    start = spec.from_ms if spec.from_ms is not None else first_time_ms
+    if unit is None or start is None:
+        return
+    end = spec.to_ms if spec.to_ms is not None else (now_ms if now_ms is not None else int(time.time() * 1000))
+    points = (end - start) // unit[1] + 1
+    if points > max_points:
+        raise InvalidInput(
+            f"{spec.bucket} buckets from {iso(start)} to {iso(end)} make {points:,} points, more than the "
+            f"{max_points:,} a report may draw: choose a larger bucket or a shorter range."
+        )
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_report(
+    spark: SparkSession,
+    spec: JobSpec,
+    kafka: dict[str, str],
+    ranges: TopicRanges,
+    group: str,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> JobResult:
+    """Compute ``spec`` over the records of ``ranges`` (read with Kafka source ``kafka`` options) as Spark
+    job group ``group``. ``progress(fraction, stage)`` is called as Spark's tasks finish; setting
+    ``cancelled`` cancels Spark's jobs. Raises JobCancelled, JobFailed."""
+    if ranges.records == 0:
+        return JobResult(rows=[], notes=["No records in the chosen range: there was nothing to count."])
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    module = REPORTS[spec.report]
+    parsed = events.parse(read_range(spark, kafka, ranges, spec.from_ms, spec.to_ms), spec.bucket)
+    seen = Observation(f"input-{group}")
+    counted = parsed.observe(
+        seen,
+        F.count(F.lit(1)).alias("rows"),
+        F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
+        *[F.count_if(F.col("reason") == reason).alias(reason) for reason in events.REASONS],
+    )
+    result = module.transform(counted.where(F.col("reason").isNull()), spec.options())
+    sc = spark.sparkContext
+    sc.setJobGroup(group, f"{spec.report} over {', '.join(spec.topics)}", interruptOnCancel=True)
+    watcher = _Watcher(spark, group, progress, cancelled)
+    watcher.start()
+    try:
+        collected = [row.asDict() for row in result.collect()]
+    except Exception as exc:  # noqa: BLE001 - py4j raises its own and Spark's kinds
+        if cancelled is not None and cancelled.is_set():
+            raise JobCancelled("Cancelled: Spark's jobs for it were stopped.") from None
+        raise JobFailed(first_line(exc)) from None
+    finally:
+        watcher.stop()
+    if cancelled is not None and cancelled.is_set():
+        raise JobCancelled("Cancelled: Spark's jobs for it were stopped.")
+    metrics = seen.get
+    rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in collected])
+    rows.sort(key=_order(module.COLUMNS))
+    notes = []
+    if spec.approximate and spec.report == "pv_uu":
+        notes.append("UU is approximate (HyperLogLog, about 1% relative error).")
+    if not rows:
+        notes.append("No events of this report's kind in the chosen range.")
+    if progress:
+        progress(1.0, "done")
+    return JobResult(
+        rows=rows,
+        summary=summary,
+        input_rows=int(metrics["rows"]),
+        input_bytes=int(metrics["bytes"]),
+        malformed={reason: int(metrics[reason]) for reason in events.REASONS if metrics[reason]},
+        notes=notes,
+    )
+
+
+def _shaped(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    out = {name: row.get(name) for name in columns}
+    if "bucket_start" in out:
+        ms = out["bucket_start"]
+        out["bucket_start"] = None if ms is None else iso(int(ms))
+    ctr = out.get("ctr")
+    if ctr is not None:
+        out["ctr"] = float(ctr)
+    if "matched" in row:
+        out["matched"] = row["matched"]
+    return out
+
+
+def _order(columns: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """Rows in a stable order: by bucket (total first), then the columns in order (nulls first)."""
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple((row.get(c) is not None, row.get(c) if row.get(c) is not None else "") for c in columns)
+
+    return key
+
+
+class _Watcher(threading.Thread):
+    """Polls Spark's status tracker for the group's stages (progress: finished tasks over all tasks of the
+    stages seen, never going back) and cancels the group when asked."""
+
+    def __init__(
+        self, spark: SparkSession, group: str, progress: Progress | None, cancelled: threading.Event | None
+    ) -> None:
+        super().__init__(daemon=True, name=f"watch-{group}")
+        self.spark, self.group, self.progress, self.cancelled = spark, group, progress, cancelled
+        self.done = threading.Event()
+        self.best = 0.0
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+    def run(self) -> None:
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        cancel_sent = False
+        while not self.done.wait(0.3):
+            if self.cancelled is not None and self.cancelled.is_set() and not cancel_sent:
+                sc.cancelJobGroup(self.group)
+                cancel_sent = True
+            if self.progress is None:
+                continue
+            try:
+                total = finished = 0
+                running = ""
+                for job_id in tracker.getJobIdsForGroup(self.group):
+                    job = tracker.getJobInfo(job_id)
+                    for stage_id in job.stageIds if job else []:
+                        stage = tracker.getStageInfo(stage_id)
+                        if stage is None:
+                            continue
+                        total += stage.numTasks
+                        finished += stage.numCompletedTasks
+                        if stage.numActiveTasks:
+                            running = stage.name
+                if total:
+                    self.best = max(self.best, min(finished / total, 0.99))
+                    self.progress(self.best, running)
+            except Exception:  # noqa: BLE001, S112 - the context is stopping; progress is best effort
+                continue

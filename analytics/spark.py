@@ -1,0 +1,128 @@
+"""The Spark session the jobs run in, and the checks that say clearly when Spark cannot run.
+
+Jobs get Spark's Kafka connector through ``spark.jars`` (local files fetched once by
+``make install`` from analytics/pom.xml); nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from broker.errors import KazamiError
+from broker.local.maven import copy_dependencies, jars_complete
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+HERE = Path(__file__).resolve().parent
+JARS = HERE / "jars"
+POM = HERE / "pom.xml"
+
+
+class SparkUnavailable(KazamiError):
+    """Spark cannot run here: PySpark, Java or the Kafka connector's jars are missing."""
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Where and how big: ``local[*]`` on this machine, or ``spark://host:7077`` for a Spark cluster."""
+
+    master: str = "local[*]"
+    driver_memory: str = "1g"
+    # Few shuffle partitions: the reports' groups are small, and on 2 cores 200 tiny tasks cost more
+    # than the work they share.
+    shuffle_partitions: int = 4
+    ui: bool = True
+    app_name: str = "kazami"
+
+
+def fetch_jars() -> None:
+    """Copy Spark's Kafka connector and what it needs into analytics/jars/ once (Maven Central)."""
+    copy_dependencies(POM, JARS, "Spark's Kafka connector jars")
+
+
+def connector_jars() -> list[str]:
+    return sorted(str(p) for p in JARS.glob("*.jar"))
+
+
+def check_spark() -> None:
+    """Raise SparkUnavailable saying what is missing (PySpark, Java 17+, the connector jars)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkUnavailable("PySpark is not installed: run `make install`.") from None
+    java = shutil.which("java", path=_java_path())
+    if java is None:
+        raise SparkUnavailable(
+            "Java is needed to run Spark jobs: install Java 17 (e.g. `apt-get install openjdk-17-jre-headless`)."
+        )
+    if not jars_complete(JARS) or not connector_jars():
+        raise SparkUnavailable("Spark's Kafka connector jars are missing: run `make install` (it fetches them once).")
+
+
+def _java_path() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    return os.pathsep.join([str(Path(home) / "bin"), os.environ.get("PATH", "")]) if home else None
+
+
+def java_version() -> str:
+    """The ``java -version`` line, for the analytics page (empty when Java is missing)."""
+    java = shutil.which("java", path=_java_path())
+    if java is None:
+        return ""
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    return out.splitlines()[0] if out else ""
+
+
+def start_session(settings: SparkSettings) -> SparkSession:
+    """A Spark session for the jobs (the running one if this process has one). Raises SparkUnavailable."""
+    check_spark()
+    from pyspark.sql import SparkSession
+
+    local = settings.master.startswith("local")
+    if local:
+        # The machine's host name may resolve to an address other processes cannot reach; a local
+        # driver only talks to itself.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(settings.master)
+        .appName(settings.app_name)
+        .config("spark.jars", ",".join(connector_jars()))
+        .config("spark.driver.memory", settings.driver_memory)
+        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", str(settings.ui).lower())
+        .config("spark.ui.showConsoleProgress", "false")
+        # Kafka offsets are exact here: a partition that lost records (retention, compaction) is read as it is.
+        .config("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "false")
+    )
+    if local:
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - py4j and the launcher raise several kinds
+        raise SparkUnavailable(f"Spark did not start: {first_line(exc)}") from None
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def first_line(exc: BaseException) -> str:
+    """The readable cause of a Spark or py4j error: the innermost Java exception's message, not its stack."""
+    text = str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        cause = java
+        try:
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            text = f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
+        except Exception:  # noqa: BLE001, S110 - the JVM may be gone; keep the Python text
+            pass
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    head = next((line for line in lines if not line.startswith(("at ", "File ", "Traceback", "JVM stacktrace"))), "")
+    return head[:1000] or type(exc).__name__
