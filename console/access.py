@@ -60,6 +60,8 @@ ACTIONS: dict[str, Action] = {
     "topic.delete_records": Action("delete_topics", "delete records"),
     "topic.delete": Action("delete_topics", "delete topics"),
     "message.produce": Action("produce_messages", "produce messages"),
+    "analytics.start": Action("run_analytics", "run analytics jobs"),
+    "analytics.cancel": Action("run_analytics", "cancel analytics jobs"),
     "group.reset_offsets": Action("reset_offsets", "reset offsets"),
     "group.delete": Action("delete_groups", "delete consumer groups"),
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),

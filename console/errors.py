@@ -10,6 +10,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
+from analytics.spark import SparkUnavailable
 from broker.errors import (
     AlreadyExists,
     ClusterAuthFailed,
@@ -40,6 +41,7 @@ STATUS: list[tuple[type[KazamiError], int, str]] = [
     (PartitionUnavailable, 503, "partition_unavailable"),
     (ClusterAuthFailed, 503, "cluster_auth_failed"),
     (ClusterUnavailable, 503, "cluster_unavailable"),
+    (SparkUnavailable, 503, "spark_unavailable"),
     (ConfigError, 500, "configuration_error"),
     (KazamiError, 400, "bad_request"),
 ]

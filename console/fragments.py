@@ -11,12 +11,15 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from analytics.reports import LABELS
 from broker import groups
 from broker.cluster import get_overview
-from broker.errors import ClusterUnavailable
+from broker.errors import ClusterUnavailable, KazamiError
+from console import jobs
 from console.clusters import get_connection
 from console.lag import verdicts
 from console.listing import make_listing
+from console.models import AnalyticsJob
 
 
 def overview_context(cluster: str) -> dict[str, Any]:
@@ -150,8 +153,38 @@ def render_group(cluster: str, params: Mapping[str, str]) -> str:
 
 
 # What a websocket may subscribe to: view name -> renderer of its fragment (cluster, query parameters).
+def jobs_context(cluster: str) -> dict[str, Any]:
+    """Context of ``analytics/_jobs.html``: the cluster's latest jobs (queued and running ones first)."""
+    jobs.dispatch()
+    recent = list(AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:50])
+    return {"cluster": cluster, "jobs": recent, "labels": LABELS}
+
+
+def render_jobs(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("analytics/_jobs.html", jobs_context(cluster))
+
+
+def job_status_context(job: AnalyticsJob) -> dict[str, Any]:
+    return {"job": job, "labels": LABELS}
+
+
+def render_job_status(cluster: str, params: Mapping[str, str]) -> str:
+    try:
+        job = jobs.get_job(int(params.get("id", "0")))
+    except (ValueError, KazamiError):
+        job = None
+    if job is None or job.cluster != cluster:
+        return '<div id="job-status"><p class="empty">No such job.</p></div>'
+    if not job.finished:
+        jobs.dispatch()
+        job.refresh_from_db()
+    return render_to_string("analytics/_job_status.html", job_status_context(job))
+
+
 LIVE_FRAGMENTS = {
     "overview": render_overview,
     "groups": render_groups,
     "group": render_group,
+    "jobs": render_jobs,
+    "job": render_job_status,
 }

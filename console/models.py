@@ -100,3 +100,65 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target} {self.outcome}"
+
+
+class AnalyticsJob(models.Model):
+    """One run of an analytics report: what was asked, by whom, and how it went (its rows apart)."""
+
+    QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded", "failed", "cancelled"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)]
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+
+    cluster = models.CharField(max_length=63)
+    report = models.CharField(max_length=16)
+    # topics, bucket, from_ms, to_ms, approximate, top_n (and groups for the lag report)
+    params = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    progress = models.FloatField(default=0.0)
+    stage = models.CharField(max_length=255, blank=True)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    username = models.CharField(max_length=150)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    spark_ui_url = models.CharField(max_length=255, blank=True)
+    input_rows = models.BigIntegerField(null=True, blank=True)
+    input_bytes = models.BigIntegerField(null=True, blank=True)
+    malformed = models.JSONField(default=dict)
+    summary = models.JSONField(default=dict)
+    notes = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["cluster", "created_at"], name="job_by_cluster_time"),
+            models.Index(fields=["status"], name="job_by_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} {self.report} on {self.cluster}: {self.status}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        from django.utils import timezone
+
+        return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+
+
+class AnalyticsResult(models.Model):
+    """The rows a succeeded job produced (kept apart so job lists do not load them)."""
+
+    job = models.OneToOneField(AnalyticsJob, on_delete=models.CASCADE, primary_key=True, related_name="result")
+    rows = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"result of job {self.job_id}: {len(self.rows)} rows"

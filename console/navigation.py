@@ -24,6 +24,7 @@ SECTIONS: list[Section] = [
     Section("overview", "Overview", "cluster-overview"),
     Section("topics", "Topics", "topic-list"),
     Section("groups", "Consumer groups", "group-list"),
+    Section("analytics", "Analytics", "analytics-home"),
 ]
 
 

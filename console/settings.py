@@ -159,6 +159,14 @@ KAZAMI_LAG_RETENTION_HOURS = env_float("KAZAMI_LAG_RETENTION_HOURS", 24.0, minim
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
 KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)
 KAZAMI_LAG_ALLOWED = env_int("KAZAMI_LAG_ALLOWED", 0, minimum=0)
+# Analytics jobs (Spark): where they run, how big the driver is, how many run at once (the rest wait),
+# and how many buckets a report may draw.
+KAZAMI_SPARK_MASTER = env_str("KAZAMI_SPARK_MASTER", "local[*]")
+KAZAMI_SPARK_DRIVER_MEMORY = env_str("KAZAMI_SPARK_DRIVER_MEMORY", "1g")
+KAZAMI_SPARK_SHUFFLE_PARTITIONS = env_int("KAZAMI_SPARK_SHUFFLE_PARTITIONS", 4, minimum=1)
+KAZAMI_SPARK_UI = env_bool("KAZAMI_SPARK_UI", True)
+KAZAMI_ANALYTICS_MAX_JOBS = env_int("KAZAMI_ANALYTICS_MAX_JOBS", 1, minimum=1)
+KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minimum=10)
 
 LOGGING = {
     "version": 1,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import access, api, groups, messages, pages, topics
+from console.views import access, analytics, api, groups, messages, pages, topics
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -44,6 +44,14 @@ urlpatterns = [
     path(GROUP + "delete-offsets/", groups.delete_offsets, name="group-delete-offsets"),
     path(GROUP, groups.group_detail, name="group-detail"),
     path("metrics", groups.metrics, name="metrics"),
+    # Analytics
+    path(CLUSTER + "analytics/", analytics.analytics_home, name="analytics-home"),
+    path(CLUSTER + "analytics/jobs/<int:job_id>/", analytics.job_page, name="analytics-job"),
+    path(CLUSTER + "analytics/jobs/<int:job_id>/cancel/", analytics.job_cancel, name="analytics-job-cancel"),
+    path(
+        CLUSTER + "analytics/jobs/<int:job_id>/result.<str:fmt>", analytics.job_download, name="analytics-job-download"
+    ),
+    path(TOPIC + "analytics/<str:report>/", analytics.quick_job, name="topic-quick-job"),
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
@@ -64,6 +72,10 @@ urlpatterns = [
     path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
     path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
     path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
+    path(f"api/{CLUSTER}jobs/", analytics.api_jobs, name="api-jobs"),
+    path("api/jobs/<int:job_id>/", analytics.api_job, name="api-job"),
+    path("api/jobs/<int:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
+    path("api/jobs/<int:job_id>/result/", analytics.api_job_result, name="api-job-result"),
     path("api/audit/", access.audit_api, name="api-audit"),
     path("healthz", api.health, name="health"),
 ]

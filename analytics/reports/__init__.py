@@ -19,6 +19,12 @@ class Options:
 
 
 REPORTS: dict[str, ModuleType] = {"pv_uu": pv_uu, "keywords": keywords, "ctr": ctr, "shares": shares}
+LABELS = {
+    "pv_uu": "Page views and unique users",
+    "keywords": "Top search keywords",
+    "ctr": "Ad click-through rate",
+    "shares": "Shares per network",
+}
 
 
 def finish(report: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

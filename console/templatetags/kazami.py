@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -67,3 +70,61 @@ def at_least(uncounted: int, why: str, why_plural: str = "") -> SafeString:
     reason = why if uncounted == 1 else why_plural or why
     plural = "" if uncounted == 1 else "s"
     return format_html('<span title="{} partition{} not counted: {}">≥ </span>', uncounted, plural, reason)
+
+
+# --- analytics -------------------------------------------------------------------------------------
+
+
+@register.filter
+def get_item(mapping: Any, key: str) -> Any:
+    """``mapping[key]`` in a template (None when absent)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def percent(fraction: float | None) -> str:
+    """0.0312 -> "3.1%"; None -> "—"."""
+    if fraction is None:
+        return "—"
+    value = 100 * float(fraction)
+    return f"{value:.0f}%" if value >= 10 or value == 0 else f"{value:.2g}%"
+
+
+@register.filter
+def total(counts: dict[str, int] | None) -> int:
+    return sum((counts or {}).values())
+
+
+@register.filter
+def epoch_ms(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+@register.filter
+def iso_epoch_ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+REASON_LABELS = {"not_json": "not JSON", "unknown_type": "of unknown type", "missing_field": "missing a field"}
+
+
+@register.filter
+def reason_label(reason: str) -> str:
+    return REASON_LABELS.get(reason, reason)
+
+
+@register.simple_tag
+def range_text(params: dict[str, Any]) -> str:
+    """A job's time range as "2026-11-23 10:00 – 11:00 UTC", "from the start to ..." or "everything"."""
+
+    def shown(ms: int | None) -> str:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M") if ms is not None else ""
+
+    start, end = params.get("from_ms"), params.get("to_ms")
+    if start is None and end is None:
+        return "everything"
+    if start is None:
+        return f"up to {shown(end)} UTC"
+    if end is None:
+        return f"from {shown(start)} UTC"
+    return f"{shown(start)} – {shown(end)} UTC"

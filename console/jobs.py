@@ -1,0 +1,390 @@
+"""Analytics jobs: submitted from a page or the API, queued in the database, run each in a process of
+its own (``manage.py run_job ID``), followed by every viewer through the job's row.
+
+- :func:`do_submit` checks the request against Kafka before anything starts (unknown topics, an empty
+  or too fine range), stores the job as queued and calls :func:`dispatch`.
+- :func:`dispatch` starts queued jobs while fewer than KAZAMI_ANALYTICS_MAX_JOBS run. Any console
+  process or finishing job may call it; a file lock makes one of them decide at a time. It also
+  notices jobs whose process died and marks them failed.
+- The job process (:func:`execute`) starts Spark, writes progress to the job's row as Spark's tasks
+  finish, watches the row for a cancel request, stores the result, and dispatches the next job.
+  It is started in a session of its own, so it outlives the page and the console process that
+  started it; a cancel that it does not honour within CANCEL_GRACE seconds kills its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from analytics.events import BUCKETS
+from analytics.reports import REPORTS
+from analytics.runner import JobCancelled, JobSpec, check_spec, run_report
+from analytics.spark import SparkSettings, SparkUnavailable, check_spark, first_line
+from broker.errors import InvalidInput, KazamiError, NotFound
+from broker.ranges import TopicRanges, get_ranges
+from broker.times import parse_time
+from console.clusters import get_configs, get_connection
+from console.models import AnalyticsJob, AnalyticsResult
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parent.parent
+CANCEL_GRACE = 20.0  # seconds a running job has to stop after a cancel before its processes are killed
+PROGRESS_EVERY = 0.5  # seconds between progress writes
+
+
+def jobs_dir() -> Path:
+    path = Path(settings.VAR_DIR) / "analytics"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --- what a job asks ------------------------------------------------------------------------------
+
+
+def check_job_request(data: Mapping[str, Any]) -> JobSpec:
+    """A JobSpec from the API's JSON or a page's form; raises InvalidInput naming the bad field."""
+    report = str(data.get("report") or "")
+    if report not in REPORTS:
+        raise InvalidInput(f"report must be one of {', '.join(REPORTS)}, not {report[:40]!r}.")
+    topics = data.get("topics")
+    if isinstance(topics, str):
+        topics = [t.strip() for t in topics.replace("\n", ",").split(",")]
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise InvalidInput("topics must be a list of topic names.")
+    topics = list(dict.fromkeys(t.strip() for t in topics if t.strip()))
+    if not topics:
+        raise InvalidInput("Choose at least one topic.")
+    bucket = str(data.get("bucket") or "hour")
+    if bucket not in BUCKETS:
+        raise InvalidInput(f"bucket must be one of {', '.join(BUCKETS)}, not {bucket[:40]!r}.")
+    top_n = data.get("top_n", 20)
+    try:
+        top_n = int(top_n)
+    except (TypeError, ValueError):
+        raise InvalidInput("top_n must be a whole number.") from None
+    return JobSpec(
+        report=report,
+        topics=tuple(topics),
+        bucket=bucket,
+        from_ms=_time(data.get("from"), "from"),
+        to_ms=_time(data.get("to"), "to"),
+        approximate=_flag(data.get("approximate")),
+        top_n=top_n,
+    )
+
+
+def _time(value: Any, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be an ISO-8601 date-time, epoch milliseconds or null.")
+    return parse_time(value, name)
+
+
+def _flag(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("1", "true", "on", "yes"))
+
+
+def spec_of(job: AnalyticsJob) -> JobSpec:
+    p = job.params
+    return JobSpec(
+        report=job.report,
+        topics=tuple(p["topics"]),
+        bucket=p["bucket"],
+        from_ms=p.get("from_ms"),
+        to_ms=p.get("to_ms"),
+        approximate=bool(p.get("approximate")),
+        top_n=int(p.get("top_n", 20)),
+    )
+
+
+def params_of(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "topics": list(spec.topics),
+        "bucket": spec.bucket,
+        "from_ms": spec.from_ms,
+        "to_ms": spec.to_ms,
+        "approximate": spec.approximate,
+        "top_n": spec.top_n,
+    }
+
+
+# --- submitting and queueing ---------------------------------------------------------------------
+
+
+def do_submit(cluster: str, spec: JobSpec, user: Any) -> AnalyticsJob:
+    """Check ``spec`` against the cluster and queue it; starts it at once when a slot is free.
+
+    Raises SparkUnavailable (Spark cannot run here), TopicNotFound, InvalidInput (a bad range, too
+    many points), ClusterUnavailable.
+    """
+    check_spark()
+    ranges = get_ranges(get_connection(cluster), list(spec.topics), spec.from_ms, spec.to_ms)
+    check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS, ranges.first_time_ms)
+    job = AnalyticsJob.objects.create(
+        cluster=cluster,
+        report=spec.report,
+        params=params_of(spec),
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+        username=user.get_username() if getattr(user, "is_authenticated", False) else "anonymous",
+        created_at=timezone.now(),
+    )
+    dispatch()
+    job.refresh_from_db()
+    return job
+
+
+def get_job(job_id: int) -> AnalyticsJob:
+    """Raises NotFound."""
+    try:
+        return AnalyticsJob.objects.get(pk=job_id)
+    except AnalyticsJob.DoesNotExist:
+        raise NotFound(f"No analytics job {job_id}.") from None
+
+
+@contextlib.contextmanager
+def _dispatch_lock() -> Iterator[None]:
+    with open(jobs_dir() / "dispatch.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def dispatch(spawn: bool = True) -> list[int]:
+    """Mark dead jobs failed, kill cancelled ones past their grace, and start queued jobs (oldest first)
+    while fewer than KAZAMI_ANALYTICS_MAX_JOBS run. Returns the ids started."""
+    started: list[int] = []
+    with _dispatch_lock():
+        reap()
+        running = AnalyticsJob.objects.filter(status=AnalyticsJob.RUNNING).count()
+        free = settings.KAZAMI_ANALYTICS_MAX_JOBS - running
+        for job in AnalyticsJob.objects.filter(status=AnalyticsJob.QUEUED).order_by("created_at", "id")[: max(free, 0)]:
+            claimed = AnalyticsJob.objects.filter(pk=job.pk, status=AnalyticsJob.QUEUED).update(
+                status=AnalyticsJob.RUNNING, started_at=timezone.now(), stage="starting Spark"
+            )
+            if not claimed:
+                continue
+            if spawn:
+                AnalyticsJob.objects.filter(pk=job.pk).update(pid=_spawn(job.pk))
+            started.append(job.pk)
+    return started
+
+
+def _spawn(job_id: int) -> int:
+    log_path = jobs_dir() / f"job-{job_id}.log"
+    with open(log_path, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(REPO / "manage.py"), "run_job", str(job_id)],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: it outlives the console, and cancel can end it whole
+        )
+    # Collect its exit status when it ends, so it does not linger as a zombie of this console process.
+    threading.Thread(target=process.wait, daemon=True, name=f"job-{job_id}-wait").start()
+    return process.pid
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by the console that started it) is not running.
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def reap() -> None:
+    """Running jobs whose process is gone become failed; cancelled ones past CANCEL_GRACE are killed."""
+    now = timezone.now()
+    for job in AnalyticsJob.objects.filter(status=AnalyticsJob.RUNNING).exclude(pid=None):
+        if job.pid is None or not _alive(job.pid):
+            _finish(job.pk, AnalyticsJob.FAILED, error="The job's process ended without a result (see its log).")
+        elif job.cancel_requested_at and now - job.cancel_requested_at > timedelta(seconds=CANCEL_GRACE):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(job.pid, signal.SIGKILL)
+            _finish(job.pk, AnalyticsJob.CANCELLED, error="Cancelled: its processes were stopped.")
+
+
+def do_cancel(job: AnalyticsJob) -> AnalyticsJob:
+    """Cancel a queued job at once; ask a running one to stop (its process cancels Spark's jobs).
+    Raises InvalidInput for a finished job."""
+    if job.finished:
+        raise InvalidInput(f"Job {job.pk} has already {job.status}.")
+    if AnalyticsJob.objects.filter(pk=job.pk, status=AnalyticsJob.QUEUED).update(
+        status=AnalyticsJob.CANCELLED, finished_at=timezone.now(), error="Cancelled before it started."
+    ):
+        job.refresh_from_db()
+        return job
+    AnalyticsJob.objects.filter(pk=job.pk, cancel_requested_at=None).update(cancel_requested_at=timezone.now())
+    job.refresh_from_db()
+    return job
+
+
+def _finish(job_id: int, status: str, **fields: Any) -> None:
+    AnalyticsJob.objects.filter(pk=job_id, status=AnalyticsJob.RUNNING).update(
+        status=status, finished_at=timezone.now(), **fields
+    )
+
+
+# --- the job process ------------------------------------------------------------------------------
+
+
+def spark_settings(job: AnalyticsJob) -> SparkSettings:
+    return SparkSettings(
+        master=settings.KAZAMI_SPARK_MASTER,
+        driver_memory=settings.KAZAMI_SPARK_DRIVER_MEMORY,
+        shuffle_partitions=settings.KAZAMI_SPARK_SHUFFLE_PARTITIONS,
+        ui=settings.KAZAMI_SPARK_UI,
+        app_name=f"kazami job {job.pk} {job.report}",
+    )
+
+
+def execute(job_id: int, spark: Any = None, cancelled: threading.Event | None = None) -> AnalyticsJob:
+    """Run job ``job_id`` (already marked running) to its end and store how it ended; never raises for
+    the job's own failures. ``spark``: a session to use (tests share one), else one is started.
+    ``cancelled``: set by the caller to cancel (the job's row is watched for a cancel request too)."""
+    job = get_job(job_id)
+    cancelled = cancelled or threading.Event()
+    stop_watching = threading.Event()
+    watcher = threading.Thread(target=_watch_cancel, args=(job_id, cancelled, stop_watching), daemon=True)
+    watcher.start()
+    try:
+        _run(job, spark, cancelled)
+    except JobCancelled as exc:
+        _finish(job_id, AnalyticsJob.CANCELLED, error=str(exc), stage="")
+    except KazamiError as exc:
+        _finish(job_id, AnalyticsJob.FAILED, error=str(exc), stage="")
+    except Exception as exc:
+        log.exception("analytics job %s failed", job_id)
+        _finish(job_id, AnalyticsJob.FAILED, error=first_line(exc), stage="")
+    finally:
+        stop_watching.set()
+        watcher.join(timeout=2)
+    return get_job(job_id)
+
+
+def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
+    from analytics.source import kafka_options
+
+    spec = spec_of(job)
+    config = get_configs()[job.cluster]
+    ranges: TopicRanges = get_ranges(get_connection(job.cluster), list(spec.topics), spec.from_ms, spec.to_ms)
+    if ranges.records and spark is None:
+        spark = _start_spark(job)
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started reading.")
+    last = [0.0]
+
+    def progress(fraction: float, stage: str) -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = now
+        close_old_connections()
+        AnalyticsJob.objects.filter(pk=job.pk, status=AnalyticsJob.RUNNING).update(
+            progress=round(fraction, 4), stage=stage[:255]
+        )
+
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
+    result = run_report(
+        spark,
+        spec,
+        kafka_options(config, jobs_dir() / "scratch") if ranges.records else {},
+        ranges,
+        group=f"kazami-job-{job.pk}",
+        progress=progress,
+        cancelled=cancelled,
+    )
+    with transaction.atomic():
+        AnalyticsResult.objects.update_or_create(job_id=job.pk, defaults={"rows": result.rows})
+        _finish(
+            job.pk,
+            AnalyticsJob.SUCCEEDED,
+            progress=1.0,
+            stage="",
+            input_rows=result.input_rows,
+            input_bytes=result.input_bytes,
+            malformed=result.malformed,
+            summary=result.summary,
+            notes=result.notes,
+        )
+
+
+def _start_spark(job: AnalyticsJob) -> Any:
+    from analytics.spark import start_session
+
+    spark = start_session(spark_settings(job))
+    url = spark.sparkContext.uiWebUrl
+    AnalyticsJob.objects.filter(pk=job.pk).update(spark_ui_url=url or "", stage="reading")
+    return spark
+
+
+def _watch_cancel(job_id: int, cancelled: threading.Event, stop: threading.Event) -> None:
+    """Set ``cancelled`` once the job's row says someone asked to cancel it."""
+    while not stop.wait(0.5):
+        try:
+            if AnalyticsJob.objects.filter(pk=job_id).exclude(cancel_requested_at=None).exists():
+                cancelled.set()
+                return
+        except Exception:  # noqa: BLE001, S112 - the database is busy: look again next time
+            continue
+        finally:
+            close_old_connections()
+
+
+def run_job_process(job_id: int) -> int:
+    """The body of ``manage.py run_job``: SIGTERM cancels as the cancel button does; the next queued job
+    starts after."""
+    job = get_job(job_id)
+    if job.status != AnalyticsJob.RUNNING:
+        return 0
+    cancelled = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
+    AnalyticsJob.objects.filter(pk=job_id).update(pid=os.getpid())
+    try:
+        execute(job_id, cancelled=cancelled)
+    finally:
+        with contextlib.suppress(Exception):
+            dispatch()
+    return 0
+
+
+__all__ = [
+    "SparkUnavailable",
+    "check_job_request",
+    "dispatch",
+    "do_cancel",
+    "do_submit",
+    "execute",
+    "get_job",
+]

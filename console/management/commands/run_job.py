@@ -1,0 +1,19 @@
+"""``manage.py run_job ID``: the process an analytics job runs in (console/jobs.py starts it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from console.jobs import run_job_process
+
+
+class Command(BaseCommand):
+    help = "Run one queued analytics job (started by the console; not meant to be run by hand)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("job_id", type=int)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        run_job_process(options["job_id"])

@@ -1,0 +1,285 @@
+"""Analytics: the report form and job history of a cluster, a job's page (live progress, charts, table,
+downloads), and their JSON API. The work happens in console/jobs.py and analytics/."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from analytics.events import BUCKETS
+from analytics.present import chart_data
+from analytics.reports import LABELS, REPORTS
+from analytics.spark import SparkUnavailable, check_spark
+from broker import topics
+from broker.errors import InvalidInput, KazamiError, NotFound
+from console import jobs
+from console.access import perform
+from console.clusters import get_connection
+from console.errors import api_view, page_view, status_of
+from console.fragments import job_status_context, jobs_context
+from console.models import AnalyticsJob
+from console.views.api import _body
+
+TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
+
+
+def job_json(job: AnalyticsJob, request: HttpRequest | None = None) -> dict[str, Any]:
+    p = job.params
+    body = {
+        "id": job.pk,
+        "cluster": job.cluster,
+        "report": job.report,
+        "topics": p.get("topics", []),
+        "bucket": p.get("bucket"),
+        "from": _iso(p.get("from_ms")),
+        "to": _iso(p.get("to_ms")),
+        "approximate": bool(p.get("approximate")),
+        "top_n": p.get("top_n"),
+        "status": job.status,
+        "progress": round(job.progress, 4),
+        "stage": job.stage or None,
+        "created_by": job.username,
+        "created_at": job.created_at.isoformat(),
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "duration_s": round(job.duration_s, 3) if job.duration_s is not None else None,
+        "input_rows": job.input_rows,
+        "input_bytes": job.input_bytes,
+        "malformed": job.malformed,
+        "summary": job.summary,
+        "notes": job.notes,
+        "error": job.error or None,
+        "cancel_requested": job.cancel_requested_at is not None,
+        "spark_ui_url": job.spark_ui_url or None,
+    }
+    if request is not None:
+        body["url"] = request.build_absolute_uri(reverse("api-job", kwargs={"job_id": job.pk}))
+    return body
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _spark_problem() -> str | None:
+    try:
+        check_spark()
+    except SparkUnavailable as exc:
+        return str(exc)
+    return None
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The report form (operators) and the cluster's job history (live)."""
+    conn = get_connection(cluster)  # an unknown cluster is a 404 before anything else
+    values: dict[str, Any] = {"report": "pv_uu", "bucket": "hour", "range": "24h", "topics": ""}
+    values.update({k: v for k, v in request.GET.items() if k in ("report", "bucket", "topics", "range")})
+    error = None
+    status = 200
+    if request.method == "POST":
+        data = dict(request.POST.items())
+        values.update(data)
+        try:
+            job = _start(request, cluster, _with_range(data))
+        except KazamiError as exc:
+            error, status = str(exc), status_of(exc)[0]
+        else:
+            return redirect("analytics-job", cluster=cluster, job_id=job.pk)
+    context = {
+        **jobs_context(cluster),
+        "values": values,
+        "error": error,
+        "spark_problem": _spark_problem(),
+        "reports": LABELS,
+        "ranges": list(RANGES.items()),
+        "topic_names": _topic_names(conn),
+        "buckets": list(BUCKETS),
+        "max_jobs": settings.KAZAMI_ANALYTICS_MAX_JOBS,
+        "master": settings.KAZAMI_SPARK_MASTER,
+        "live_interval": settings.KAZAMI_LIVE_INTERVAL,
+    }
+    return render(request, "analytics/home.html", context, status=status)
+
+
+RANGES = {
+    "1h": "last hour",
+    "6h": "last 6 hours",
+    "24h": "last 24 hours",
+    "7d": "last 7 days",
+    "30d": "last 30 days",
+    "all": "everything",
+    "custom": "custom (below)",
+}
+_RANGE_SPANS = {"1h": 1, "6h": 6, "24h": 24, "7d": 24 * 7, "30d": 24 * 30}
+
+
+def _with_range(data: dict[str, Any]) -> dict[str, Any]:
+    """The page's ``range`` choice as ``from``/``to`` (the API takes them directly)."""
+    chosen = str(data.get("range") or "custom")
+    if chosen == "custom":
+        return data
+    if chosen not in RANGES:
+        raise InvalidInput(f"range must be one of {', '.join(RANGES)}.")
+    if chosen == "all":
+        return {**data, "from": None, "to": None}
+    now = datetime.now(UTC)
+    return {**data, "from": (now - timedelta(hours=_RANGE_SPANS[chosen])).isoformat(), "to": now.isoformat()}
+
+
+def _topic_names(conn: Any) -> list[str]:
+    """For the form's suggestions; none when the cluster does not answer (the form still works)."""
+    try:
+        return [t.name for t in topics.get_topics(conn)]
+    except KazamiError:
+        return []
+
+
+def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> AnalyticsJob:
+    def start() -> AnalyticsJob:
+        spec = jobs.check_job_request(data)
+        return jobs.do_submit(cluster, spec, request.user)
+
+    topics = data.get("topics", "")
+    target = ",".join(str(t) for t in topics) if isinstance(topics, list) else str(topics)
+    shown = ("report", "topics", "bucket", "from", "to", "approximate")
+    params: dict[str, Any] = {k: data.get(k) for k in shown if k in data}
+    return perform(request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}")
+
+
+@require_POST
+@page_view
+def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> HttpResponse:
+    """ "PV/UU" and "CTR" on a topic's page: that topic, the last 24 hours, hourly, started at once."""
+    now = datetime.now(UTC)
+    data = {
+        "report": report,
+        "topics": [topic],
+        "bucket": "hour",
+        "from": (now - timedelta(hours=24)).isoformat(),
+        "to": now.isoformat(),
+    }
+    job = _start(request, cluster, data)
+    return redirect("analytics-job", cluster=cluster, job_id=job.pk)
+
+
+@require_GET
+@page_view
+def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
+    job = _job_of(cluster, job_id)
+    rows = job.result.rows if job.status == AnalyticsJob.SUCCEEDED and hasattr(job, "result") else []
+    bucket = job.params.get("bucket", "hour")
+    context = {
+        **job_status_context(job),
+        "cluster": cluster,
+        "columns": REPORTS[job.report].COLUMNS,
+        "rows": rows[:TABLE_ROWS],
+        "row_count": len(rows),
+        "charts": chart_data(job.report, bucket, rows),
+        "from_iso": _iso(job.params.get("from_ms")),
+        "to_iso": _iso(job.params.get("to_ms")),
+        "live_interval": settings.KAZAMI_LIVE_INTERVAL,
+    }
+    return render(request, "analytics/job.html", context)
+
+
+@require_POST
+@page_view
+def job_cancel(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
+    job = _job_of(cluster, job_id)
+    _cancel(request, job)
+    return redirect("analytics-job", cluster=cluster, job_id=job.pk)
+
+
+def _cancel(request: HttpRequest, job: AnalyticsJob) -> AnalyticsJob:
+    return perform(
+        request, "analytics.cancel", job.cluster, f"job {job.pk}", {}, lambda: jobs.do_cancel(job), lambda j: j.status
+    )
+
+
+@require_GET
+@page_view
+def job_download(request: HttpRequest, cluster: str, job_id: int, fmt: str) -> HttpResponse:
+    return _download(_job_of(cluster, job_id), fmt)
+
+
+def _job_of(cluster: str, job_id: int) -> AnalyticsJob:
+    get_connection(cluster)
+    job = jobs.get_job(job_id)
+    if job.cluster != cluster:
+        raise NotFound(f"No analytics job {job_id} on cluster {cluster!r}.")
+    return job
+
+
+def _rows_of(job: AnalyticsJob) -> list[dict[str, Any]]:
+    if job.status != AnalyticsJob.SUCCEEDED:
+        raise InvalidInput(f"Job {job.pk} has no result: it is {job.status}.")
+    return job.result.rows if hasattr(job, "result") else []
+
+
+def _download(job: AnalyticsJob, fmt: str) -> HttpResponse:
+    rows = _rows_of(job)
+    name = f"kazami-job-{job.pk}-{job.report}"
+    if fmt == "json":
+        response = HttpResponse(json.dumps({"job": job_json(job), "rows": rows}, indent=2), "application/json")
+    elif fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(REPORTS[job.report].COLUMNS), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    else:
+        raise NotFound(f"No download as {fmt!r}: csv or json.")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+# --- API ------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@api_view
+def api_jobs(request: HttpRequest, cluster: str) -> Any:
+    """GET: the cluster's job history (newest first, ``?limit=``); POST: start a job -> 201 {"id", ...}."""
+    get_connection(cluster)
+    if request.method == "POST":
+        job = _start(request, cluster, _body(request))
+        return JsonResponse(job_json(job, request), status=201)
+    listed = AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:200]
+    return {"jobs": [job_json(j, request) for j in listed]}
+
+
+@require_GET
+@api_view
+def api_job(request: HttpRequest, job_id: int) -> Any:
+    job = jobs.get_job(job_id)
+    if not job.finished:
+        jobs.dispatch()
+        job.refresh_from_db()
+    return job_json(job, request)
+
+
+@require_POST
+@api_view
+def api_job_cancel(request: HttpRequest, job_id: int) -> Any:
+    return job_json(_cancel(request, jobs.get_job(job_id)), request)
+
+
+@require_GET
+@api_view
+def api_job_result(request: HttpRequest, job_id: int) -> Any:
+    job = jobs.get_job(job_id)
+    return {"id": job.pk, "report": job.report, "summary": job.summary, "notes": job.notes, "rows": _rows_of(job)}
