@@ -61,6 +61,7 @@ class JobResult:
 
 
 Progress = Callable[[float, str], None]
+NOTHING = "No records in the chosen range: there was nothing to count."
 
 
 def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None, now_ms: int | None = None) -> None:
@@ -107,7 +108,7 @@ def run_report(
     job group ``group``. ``progress(fraction, stage)`` is called as Spark's tasks finish; setting
     ``cancelled`` cancels Spark's jobs. Raises JobCancelled, JobFailed."""
     if ranges.records == 0:
-        return JobResult(rows=[], notes=["No records in the chosen range: there was nothing to count."])
+        return JobResult(rows=[], notes=[NOTHING])
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -141,7 +142,9 @@ def run_report(
     notes = []
     if spec.approximate and spec.report == "pv_uu":
         notes.append("UU is approximate (HyperLogLog, about 1% relative error).")
-    if not rows:
+    if not metrics["rows"]:
+        notes.append(NOTHING)
+    elif not rows:
         notes.append("No events of this report's kind in the chosen range.")
     if progress:
         progress(1.0, "done")

@@ -100,6 +100,15 @@ def start_session(settings: SparkSettings) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         # Kafka offsets are exact here: a partition that lost records (retention, compaction) is read as it is.
         .config("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "false")
+        # When nothing of a report's kind is left after the filters, adaptive execution swaps the empty part
+        # of the plan for an empty relation, and with it the node that collected the observed metrics (rows
+        # read, malformed records): the job's counts would be lost. Keep that part of the plan.
+        .config(
+            "spark.sql.adaptive.optimizer.excludedRules",
+            "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
+        )
+        # Kafka passwords sit in the source's options: keep them out of plans and the web UI.
+        .config("spark.sql.redaction.options.regex", "(?i)url|jaas|password|secret|token")
     )
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")

@@ -1,10 +1,11 @@
 """Which offsets of which partitions hold the records of a time range: what a batch job reads.
 
 Kafka answers "the first offset whose timestamp is at or after T" per partition (ListOffsets by
-timestamp), so a range [from, to) of record times becomes, per partition, the offsets from the
-first record at or after ``from`` to the first at or after ``to``. Record times within a partition
-are not always in order (a producer may set any timestamp), so a reader still filters on the
-record time; the offsets only bound what it reads.
+timestamp). For the start of a range that bound is exact: every record before that offset is older
+than T. It is not for the end: record times within a partition need not be in order (a producer
+may set any timestamp), so a record after the first one at or past ``to`` may still be older than
+``to``. A range therefore reads from the first record at or after ``from`` to the end of each
+partition, and the reader filters on the record time.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def _by_topic(parts: list[PartitionRange], pick: Callable[[PartitionRange], int]
 def get_ranges(conn: ClusterConnection, topics: list[str], from_ms: int | None, to_ms: int | None) -> TopicRanges:
     """The offsets of ``topics`` whose records fall in [from_ms, to_ms) (None: open on that side).
 
-    One metadata read per topic, then one ListOffsets request per bound for all partitions. Raises
+    The offsets run from the first record at or after ``from_ms`` to the end of each partition (see the
+    module's docstring for why not to ``to_ms``). One metadata read per topic, then one ListOffsets
+    request for all partitions. Raises
     TopicNotFound for an unknown topic, PartitionUnavailable when a partition has no leader (its
     records could not be read, so a result would silently leave them out), ClusterUnavailable.
     """
@@ -77,27 +80,21 @@ def get_ranges(conn: ClusterConnection, topics: list[str], from_ms: int | None, 
             parts.append((topic, p.partition, p.start_offset, p.end_offset))
     tps = [TopicPartition(t, p) for t, p, _, _ in parts]
 
-    def lookup(admin: KafkaAdminClient) -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, int]]:
+    def lookup(admin: KafkaAdminClient) -> dict[TopicPartition, tuple[int, int]]:
         # The first record at or after `from` (or the first record), with its time: where the range begins.
         begin_spec = OffsetTimestamp(from_ms) if from_ms is not None else OffsetTimestamp(0)
-        begins = admin.list_partition_offsets(dict.fromkeys(tps, begin_spec)) if tps else {}
-        ends = {}
-        if to_ms is not None and tps:
-            answer = admin.list_partition_offsets(dict.fromkeys(tps, OffsetTimestamp(to_ms)))
-            ends = {tp: o.offset for tp, o in answer.items()}
-        return {tp: (o.offset, o.timestamp) for tp, o in begins.items()}, ends
+        begins = admin.list_partition_offsets(dict.fromkeys(tps, begin_spec))
+        return {tp: (o.offset, o.timestamp) for tp, o in begins.items()}
 
-    begins, ends = conn.call(lookup, "offsets by time", requests=2, retry=True) if tps else ({}, {})
+    begins = conn.call(lookup, "offsets by time", requests=1, retry=True) if tps else {}
     ranges: list[PartitionRange] = []
     first: int | None = None
     for topic, partition, low, high in parts:
         tp = TopicPartition(topic, partition)
         begin, begin_ts = begins.get(tp, (-1, -1))
         # -1: no record at or after the time, so the range starts at the end of the partition.
-        start = high if begin < 0 else max(begin, low)
-        end_at = ends.get(tp, -1) if to_ms is not None else high
-        end = high if end_at < 0 else min(end_at, high)
-        ranges.append(PartitionRange(topic, partition, start, max(start, end)))
-        if begin >= 0 and begin_ts >= 0 and start < end:
+        start = high if begin < 0 else min(max(begin, low), high)
+        ranges.append(PartitionRange(topic, partition, start, high))
+        if begin >= 0 and begin_ts >= 0 and start < high and (to_ms is None or begin_ts < to_ms):
             first = begin_ts if first is None else min(first, begin_ts)
     return TopicRanges(ranges, first)

@@ -17,11 +17,14 @@ from django.test import Client
 from broker.local import launcher
 
 REPO = Path(__file__).resolve().parent.parent
-TEST_VAR = REPO / "var" / "test"
+# Two test runs on one machine (say a developer's and a helper's) each need a cluster of their own:
+# KAZAMI_TEST_SLOT=N moves this run's cluster and files N steps away from the default ones.
+SLOT = int(os.environ.get("KAZAMI_TEST_SLOT", "0"))
+TEST_VAR = REPO / "var" / ("test" if SLOT == 0 else f"test-{SLOT}")
 ARTIFACTS = REPO / "var" / "test-artifacts"
 
-ZOOKEEPER_PORT = 12181
-BASE_PORT = 19092
+ZOOKEEPER_PORT = 12181 + 10 * SLOT
+BASE_PORT = 19092 + 10 * SLOT
 BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 
 # Before anything reads them: the console under test shows the test cluster as `local`.
@@ -56,6 +59,18 @@ def kafka_cluster() -> Iterator[launcher.ClusterLayout]:
         yield layout
     finally:
         launcher.down(data, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One real Spark session (local[2], no web UI) for every test that needs one."""
+    from analytics.spark import SparkSettings, start_session
+
+    session = start_session(SparkSettings(master="local[2]", ui=False, shuffle_partitions=2, app_name="kazami-tests"))
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 @pytest.fixture
