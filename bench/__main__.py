@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench import bench_groups, bench_load, bench_messages, bench_overview, bench_topics, bench_up
+from bench import bench_backfill, bench_groups, bench_load, bench_messages, bench_overview, bench_topics, bench_up
 from bench.bench_up import DATA
 from bench.common import BASE_PORT, REPO, RESULTS, ZOOKEEPER_PORT
 
@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "topic_list": bench_topics.run,
     "group_lag": bench_groups.run,
     "load": bench_load.run,
+    "backfill": bench_backfill.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).

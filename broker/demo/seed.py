@@ -6,26 +6,37 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from broker.demo.pageviews import page_view_events
+from broker.demo import web
 from broker.errors import ClusterUnavailable
+from broker.topics import settled_everywhere
 
 
 @dataclass(frozen=True)
 class DemoTopic:
+    """A topic of web events (broker/demo/web.py): ``messages`` of them over the ``span_ms`` before now,
+    from a population of ``users``."""
+
     name: str
     partitions: int
     replication: int
     configs: dict[str, str]
     messages: int
+    span_ms: int = 24 * 3600 * 1000
+    users: int = 2_000
 
 
+# Enough for an analytics page to show a day of page views, users, sessions, searches and click rates.
 DEMO_TOPICS = [
     DemoTopic(
-        "page-views", partitions=6, replication=3, configs={"retention.ms": str(30 * 24 * 3600 * 1000)}, messages=5000
+        "page-views",
+        partitions=6,
+        replication=3,
+        configs={"retention.ms": str(30 * 24 * 3600 * 1000)},
+        messages=20_000,
     ),
 ]
 
@@ -57,6 +68,7 @@ def seed(
             with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics([NewTopic(topic.name, topic.partitions, replication, topic_configs=topic.configs)])
             admin.wait_for_topics([topic.name], timeout_ms=30_000)
+            settled_everywhere(admin, [topic.name], 30, topic.partitions)  # any broker may be asked next
             produced[topic.name] = _produce(servers, topic)
             echo(
                 f"Demo topic {topic.name}: {topic.partitions} partitions x {replication} replicas, "
@@ -68,13 +80,7 @@ def seed(
 
 
 def _produce(servers: list[str], topic: DemoTopic) -> int:
-    producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=20, client_id="kazami-demo")
-    try:
-        count = 0
-        for event in page_view_events(topic.messages):
-            producer.send(topic.name, key=event.key, value=event.value, timestamp_ms=event.timestamp_ms)
-            count += 1
-        producer.flush(timeout=60)
-        return count
-    finally:
-        producer.close(timeout=10)
+    written = web.backfill(
+        servers, topic.name, topic.messages, topic.span_ms, seed=7, users=topic.users, workers=1, acks=-1
+    )
+    return written.events
