@@ -6,6 +6,7 @@ Jobs get Spark's Kafka connector through ``spark.jars`` (local files fetched onc
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -117,6 +118,8 @@ def start_session(settings: SparkSettings) -> SparkSession:
     except Exception as exc:  # noqa: BLE001 - py4j and the launcher raise several kinds
         raise SparkUnavailable(f"Spark did not start: {first_line(exc)}") from None
     session.sparkContext.setLogLevel("WARN")
+    # py4j says at INFO when each of its connections closes, also from finalizers at interpreter exit.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     return session
 
 
