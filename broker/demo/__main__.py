@@ -37,9 +37,9 @@ def _web_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     web = sub.add_parser(
         "web",
         help="web events (page views, impressions, clicks, shares) live at a rate or as a backfill",
-        description="Write web events keyed by user into a topic (created if missing: 6 partitions, "
-        "min(3, brokers) replicas), lz4-compressed: live at --rate events a second with timestamps of "
-        "now, or --backfill N events spread over the --span before now.",
+        description="Write web events keyed by user into a topic (created if missing, with --partitions "
+        "partitions and min(3, brokers) replicas), lz4-compressed: live at --rate events a second with "
+        "timestamps of now, or --backfill N events spread over the --span before now.",
     )
     web.add_argument("--topic", default="page-views", help="topic to write (%(default)s)")
     web.add_argument("--bootstrap-servers", default=DEFAULT_SERVERS)
