@@ -123,3 +123,49 @@ def _shares(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
         "bars": {"title": "Shares per network", **_bars(per_network.items(), "shares")},
         "ranked": None,
     }
+
+
+MINUTE = 60_000
+
+
+def live_summary(rows: list[tuple[int, str, str, int, int]], now_ms: int, minutes: int = 60) -> dict[str, Any]:
+    """The live page's figures from stored (minute_ms, metric, key, count, users) rows: PV and UU per minute
+    over the last ``minutes`` (a line, gaps as nulls), this minute's PV and UU, and over the last 30
+    minutes the top keywords, CTR per campaign and shares per network."""
+    this_minute = now_ms - now_ms % MINUTE
+    first = this_minute - (minutes - 1) * MINUTE
+    recent = this_minute - 29 * MINUTE
+    pv: dict[int, float | None] = {}
+    uu: dict[int, float | None] = {}
+    sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for minute, metric, key, count, users in rows:
+        if metric == "pv" and key == "*" and minute >= first:
+            pv[minute], uu[minute] = count, users
+        if minute >= recent and not (metric == "pv" and key == "*"):
+            sums[metric][key] += count
+    times = list(range(first, this_minute + MINUTE, MINUTE))
+    campaigns = sorted(set(sums["impressions"]) | set(sums["clicks"]), key=lambda c: -sums["impressions"].get(c, 0))
+    ctr = [
+        {
+            "campaign": c,
+            "impressions": int(sums["impressions"].get(c, 0)),
+            "clicks": int(sums["clicks"].get(c, 0)),
+            "ctr": (sums["clicks"].get(c, 0) / sums["impressions"][c]) if sums["impressions"].get(c) else None,
+        }
+        for c in campaigns[:TOP]
+    ]
+    keywords = sorted(sums["keyword"].items(), key=lambda p: (-p[1], p[0]))[:TOP]
+    most = keywords[0][1] if keywords else 1
+    return {
+        "line": {
+            "times": times,
+            "step_ms": MINUTE,
+            "series": [_series("PV", pv, times), _series("UU", uu, times)],
+        },
+        "pv_now": int(pv.get(this_minute) or 0),
+        "uu_now": int(uu.get(this_minute) or 0),
+        "pv_recent": int(sum(v or 0 for m, v in pv.items() if m >= recent)),
+        "keywords": [{"label": k, "value": int(v), "share": v / most} for k, v in keywords],
+        "ctr": ctr,
+        "shares": [{"label": k, "value": int(v)} for k, v in sorted(sums["shares"].items(), key=lambda p: -p[1])[:TOP]],
+    }

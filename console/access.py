@@ -62,6 +62,7 @@ ACTIONS: dict[str, Action] = {
     "message.produce": Action("produce_messages", "produce messages"),
     "analytics.start": Action("run_analytics", "run analytics jobs"),
     "analytics.cancel": Action("run_analytics", "cancel analytics jobs"),
+    "analytics.live": Action("run_analytics", "start or stop the live analytics query"),
     "group.reset_offsets": Action("reset_offsets", "reset offsets"),
     "group.delete": Action("delete_groups", "delete consumer groups"),
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),

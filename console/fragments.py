@@ -181,10 +181,35 @@ def render_job_status(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("analytics/_job_status.html", job_status_context(job))
 
 
+def live_context(cluster: str) -> dict[str, Any]:
+    """Context of ``analytics/_live.html``: the live query's state and its figures (restarting its process
+    when it should run and is gone)."""
+    import time
+
+    from analytics.present import live_summary
+    from console.live_analytics import supervise
+    from console.models import LiveFigure
+
+    live = supervise(cluster)
+    now_ms = int(time.time() * 1000)
+    since = now_ms - now_ms % 60_000 - 59 * 60_000
+    rows = list(
+        LiveFigure.objects.filter(cluster=cluster, minute_ms__gte=since).values_list(
+            "minute_ms", "metric", "key", "count", "users"
+        )
+    )
+    return {"cluster": cluster, "live": live, "figures": live_summary(rows, now_ms), "has_figures": bool(rows)}
+
+
+def render_live(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("analytics/_live.html", live_context(cluster))
+
+
 LIVE_FRAGMENTS = {
     "overview": render_overview,
     "groups": render_groups,
     "group": render_group,
     "jobs": render_jobs,
     "job": render_job_status,
+    "analytics-live": render_live,
 }

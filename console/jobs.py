@@ -192,10 +192,15 @@ def dispatch(spawn: bool = True) -> list[int]:
 
 
 def _spawn(job_id: int) -> int:
-    log_path = jobs_dir() / f"job-{job_id}.log"
+    return spawn_command(["run_job", str(job_id)], jobs_dir() / f"job-{job_id}.log")
+
+
+def spawn_command(command: list[str], log_path: Path) -> int:
+    """Start ``manage.py <command>`` in a session of its own (it outlives this process, and a kill of its
+    process group ends it whole), its output appended to ``log_path``; returns its pid."""
     with open(log_path, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, str(REPO / "manage.py"), "run_job", str(job_id)],
+            [sys.executable, str(REPO / "manage.py"), *command],
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -203,11 +208,11 @@ def _spawn(job_id: int) -> int:
             start_new_session=True,  # its own process group: it outlives the console, and cancel can end it whole
         )
     # Collect its exit status when it ends, so it does not linger as a zombie of this console process.
-    threading.Thread(target=process.wait, daemon=True, name=f"job-{job_id}-wait").start()
+    threading.Thread(target=process.wait, daemon=True, name=f"wait-{process.pid}").start()
     return process.pid
 
 
-def _alive(pid: int | None) -> bool:
+def alive(pid: int | None) -> bool:
     if not pid:
         return False
     try:
@@ -227,7 +232,7 @@ def reap() -> None:
     """Running jobs whose process is gone become failed; cancelled ones past CANCEL_GRACE are killed."""
     now = timezone.now()
     for job in AnalyticsJob.objects.filter(status=AnalyticsJob.RUNNING).exclude(pid=None):
-        if job.pid is None or not _alive(job.pid):
+        if job.pid is None or not alive(job.pid):
             _finish(job.pk, AnalyticsJob.FAILED, error="The job's process ended without a result (see its log).")
         elif job.cancel_requested_at and now - job.cancel_requested_at > timedelta(seconds=CANCEL_GRACE):
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -162,3 +162,43 @@ class AnalyticsResult(models.Model):
 
     def __str__(self) -> str:
         return f"result of job {self.job_id}: {len(self.rows)} rows"
+
+
+class LiveQuery(models.Model):
+    """The live analytics query of a cluster (at most one): whether it should run, and its process."""
+
+    STOPPED, STARTING, RUNNING, FAILED = "stopped", "starting", "running", "failed"
+    cluster = models.CharField(max_length=63, primary_key=True)
+    wanted = models.BooleanField(default=False)  # should run: a dead process is started again
+    status = models.CharField(max_length=10, default=STOPPED)
+    topics = models.JSONField(default=list)
+    pid = models.IntegerField(null=True, blank=True)
+    started_by = models.CharField(max_length=150, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    restarts = models.IntegerField(default=0)
+    last_batch_at = models.DateTimeField(null=True, blank=True)
+    progress = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"live query of {self.cluster}: {self.status}"
+
+
+class LiveFigure(models.Model):
+    """One live figure: a metric's count (and distinct users) for one key in one minute."""
+
+    cluster = models.CharField(max_length=63)
+    minute_ms = models.BigIntegerField()
+    metric = models.CharField(max_length=16)
+    key = models.CharField(max_length=512)
+    count = models.BigIntegerField()
+    users = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "minute_ms", "metric", "key"], name="one_live_figure")
+        ]
+        indexes = [models.Index(fields=["cluster", "metric", "minute_ms"], name="live_by_metric_time")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} {self.minute_ms} {self.metric} {self.key}: {self.count}"

@@ -167,6 +167,9 @@ KAZAMI_SPARK_SHUFFLE_PARTITIONS = env_int("KAZAMI_SPARK_SHUFFLE_PARTITIONS", 4, 
 KAZAMI_SPARK_UI = env_bool("KAZAMI_SPARK_UI", True)
 KAZAMI_ANALYTICS_MAX_JOBS = env_int("KAZAMI_ANALYTICS_MAX_JOBS", 1, minimum=1)
 KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minimum=10)
+# Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.
+KAZAMI_ANALYTICS_LIVE_TOPIC = env_str("KAZAMI_ANALYTICS_LIVE_TOPIC", "kazami.analytics.live")
+KAZAMI_ANALYTICS_LIVE_HOURS = env_float("KAZAMI_ANALYTICS_LIVE_HOURS", 24.0, minimum=0.1)
 
 LOGGING = {
     "version": 1,

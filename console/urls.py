@@ -46,6 +46,7 @@ urlpatterns = [
     path("metrics", groups.metrics, name="metrics"),
     # Analytics
     path(CLUSTER + "analytics/", analytics.analytics_home, name="analytics-home"),
+    path(CLUSTER + "analytics/live/", analytics.live_page, name="analytics-live"),
     path(CLUSTER + "analytics/jobs/<int:job_id>/", analytics.job_page, name="analytics-job"),
     path(CLUSTER + "analytics/jobs/<int:job_id>/cancel/", analytics.job_cancel, name="analytics-job-cancel"),
     path(
@@ -73,6 +74,7 @@ urlpatterns = [
     path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
     path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
     path(f"api/{CLUSTER}jobs/", analytics.api_jobs, name="api-jobs"),
+    path(f"api/{CLUSTER}analytics/live/", analytics.api_live, name="api-live"),
     path("api/jobs/<int:job_id>/", analytics.api_job, name="api-job"),
     path("api/jobs/<int:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
     path("api/jobs/<int:job_id>/result/", analytics.api_job_result, name="api-job-result"),

@@ -21,11 +21,11 @@ from analytics.reports import LABELS, REPORTS
 from analytics.spark import SparkUnavailable, check_spark
 from broker import topics
 from broker.errors import InvalidInput, KazamiError, NotFound
-from console import jobs
+from console import jobs, live_analytics
 from console.access import perform
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.fragments import job_status_context, jobs_context
+from console.fragments import job_status_context, jobs_context, live_context
 from console.models import AnalyticsJob
 from console.views.api import _body
 
@@ -283,3 +283,77 @@ def api_job_cancel(request: HttpRequest, job_id: int) -> Any:
 def api_job_result(request: HttpRequest, job_id: int) -> Any:
     job = jobs.get_job(job_id)
     return {"id": job.pk, "report": job.report, "summary": job.summary, "notes": job.notes, "rows": _rows_of(job)}
+
+
+# --- live mode ------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def live_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The live figures (pushed while the page is open) and, for operators, start and stop."""
+    get_connection(cluster)
+    error = None
+    status = 200
+    if request.method == "POST":
+        try:
+            _live_change(request, cluster, dict(request.POST.items()))
+        except KazamiError as exc:
+            error, status = str(exc), status_of(exc)[0]
+        else:
+            return redirect("analytics-live", cluster=cluster)
+    context = {
+        **live_context(cluster),
+        "error": error,
+        "spark_problem": _spark_problem(),
+        "output_topic": settings.KAZAMI_ANALYTICS_LIVE_TOPIC,
+        "live_interval": settings.KAZAMI_LIVE_INTERVAL,
+    }
+    return render(request, "analytics/live.html", context, status=status)
+
+
+def _live_change(request: HttpRequest, cluster: str, data: dict[str, Any]) -> Any:
+    action = str(data.get("action") or "")
+    if action not in ("start", "stop"):
+        raise InvalidInput("action must be start or stop.")
+    names = data.get("topics") or []
+    if isinstance(names, str):
+        names = [t for t in names.split(",") if t.strip()]
+
+    def change() -> Any:
+        if action == "start":
+            return live_analytics.do_start_live(cluster, list(names), request.user)
+        return live_analytics.do_stop_live(cluster)
+
+    return perform(
+        request, "analytics.live", cluster, action, {"action": action, "topics": names}, change, lambda q: q.status
+    )
+
+
+def live_json(cluster: str) -> dict[str, Any]:
+    context = live_context(cluster)
+    live = context["live"]
+    return {
+        "cluster": cluster,
+        "wanted": live.wanted,
+        "status": live.status,
+        "topics": live.topics,
+        "pid": live.pid,
+        "started_at": live.started_at.isoformat() if live.started_at else None,
+        "restarts": live.restarts,
+        "last_batch_at": live.last_batch_at.isoformat() if live.last_batch_at else None,
+        "progress": live.progress,
+        "error": live.error or None,
+        "output_topic": settings.KAZAMI_ANALYTICS_LIVE_TOPIC or None,
+        "figures": context["figures"],
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@api_view
+def api_live(request: HttpRequest, cluster: str) -> Any:
+    """GET: the live query's state and figures; POST {"action": "start", "topics": [...]} or {"action": "stop"}."""
+    get_connection(cluster)
+    if request.method == "POST":
+        _live_change(request, cluster, _body(request))
+    return live_json(cluster)

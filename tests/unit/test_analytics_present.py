@@ -64,3 +64,38 @@ def test_keywords_are_ranked_over_the_whole_range_with_their_share_of_the_first(
     ]
     ranked = chart_data("keywords", "hour", rows)["ranked"]
     assert ranked == [{"label": "kafka", "value": 4, "share": 1.0}, {"label": "spark", "value": 2, "share": 0.5}]
+
+
+def test_live_figures_fill_the_last_hour_and_sum_the_last_30_minutes() -> None:
+    from analytics.present import live_summary
+
+    m = 60_000
+    now = T0 + 59 * m + 30_000  # half way through the hour's last minute
+    rows = [
+        (T0 + 59 * m, "pv", "*", 7, 5),
+        (T0 + 58 * m, "pv", "*", 4, 3),
+        (T0 + 10 * m, "pv", "*", 100, 50),  # older than 30 minutes: on the line, not in the recent sum
+        (T0 + 59 * m, "pv", "/a", 7, 5),
+        (T0 + 59 * m, "keyword", "kafka", 3, 2),
+        (T0 + 58 * m, "keyword", "spark", 3, 1),
+        (T0 + 59 * m, "impressions", "c1", 50, 40),
+        (T0 + 59 * m, "clicks", "c1", 2, 2),
+        (T0 + 59 * m, "clicks", "c2", 1, 1),  # clicks without impressions in the window: no CTR
+        (T0 + 59 * m, "shares", "reddit", 2, 2),
+    ]
+    got = live_summary(rows, now)
+    assert got["line"]["times"][0] == T0
+    assert got["line"]["times"][-1] == T0 + 59 * m
+    pv = got["line"]["series"][0]["values"]
+    assert (pv[10], pv[58], pv[59]) == (100, 4, 7)
+    assert pv[11] is None
+    assert (got["pv_now"], got["uu_now"], got["pv_recent"]) == (7, 5, 11)
+    assert got["keywords"] == [
+        {"label": "kafka", "value": 3, "share": 1.0},
+        {"label": "spark", "value": 3, "share": 1.0},
+    ]
+    assert got["ctr"] == [
+        {"campaign": "c1", "impressions": 50, "clicks": 2, "ctr": 0.04},
+        {"campaign": "c2", "impressions": 0, "clicks": 1, "ctr": None},
+    ]
+    assert got["shares"] == [{"label": "reddit", "value": 2}]
