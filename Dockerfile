@@ -21,6 +21,15 @@ RUN apt-get update \
 COPY . .
 RUN pip install .
 
+# Analytics jobs: PySpark drives Spark from this container, which needs Java, and Spark's Kafka
+# connector jars (analytics/pom.xml), fetched once with Maven; Maven is removed again after.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+    && python -m analytics fetch-jars \
+    && rm -rf /root/.m2 \
+    && apt-get purge -y --auto-remove maven \
+    && rm -rf /var/lib/apt/lists/*
+
 # Run unprivileged; var/ is where the console may write (e.g. collected static files).
 RUN useradd --system --uid 10001 --home-dir /app --no-create-home kazami \
     && mkdir -p /app/var \

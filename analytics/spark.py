@@ -40,6 +40,8 @@ class SparkSettings:
     shuffle_partitions: int = 4
     ui: bool = True
     app_name: str = "kazami"
+    # On a Spark cluster: the host name its executors reach the driver at (empty: Spark's own guess).
+    driver_host: str = ""
 
 
 def fetch_jars() -> None:
@@ -113,6 +115,12 @@ def start_session(settings: SparkSettings) -> SparkSession:
     )
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    elif settings.driver_host:
+        # Executors on other hosts connect to the driver: it listens on every interface of its container.
+        everywhere = "0.0.0.0"  # noqa: S104
+        builder = builder.config("spark.driver.host", settings.driver_host).config(
+            "spark.driver.bindAddress", everywhere
+        )
     try:
         session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - py4j and the launcher raise several kinds

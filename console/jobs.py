@@ -264,13 +264,15 @@ def _finish(job_id: int, status: str, **fields: Any) -> None:
 # --- the job process ------------------------------------------------------------------------------
 
 
-def spark_settings(job: AnalyticsJob) -> SparkSettings:
+def spark_settings(app_name: str) -> SparkSettings:
+    """The console's Spark settings (KAZAMI_SPARK_*) for a job or the live query called ``app_name``."""
     return SparkSettings(
         master=settings.KAZAMI_SPARK_MASTER,
         driver_memory=settings.KAZAMI_SPARK_DRIVER_MEMORY,
         shuffle_partitions=settings.KAZAMI_SPARK_SHUFFLE_PARTITIONS,
         ui=settings.KAZAMI_SPARK_UI,
-        app_name=f"kazami job {job.pk} {job.report}",
+        app_name=app_name,
+        driver_host=settings.KAZAMI_SPARK_DRIVER_HOST,
     )
 
 
@@ -348,7 +350,7 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
 def _start_spark(job: AnalyticsJob) -> Any:
     from analytics.spark import start_session
 
-    spark = start_session(spark_settings(job))
+    spark = start_session(spark_settings(f"kazami job {job.pk} {job.report}"))
     url = spark.sparkContext.uiWebUrl
     AnalyticsJob.objects.filter(pk=job.pk).update(spark_ui_url=url or "", stage="reading")
     return spark

@@ -25,11 +25,11 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from analytics.live import Figure
-from analytics.spark import SparkSettings, check_spark, first_line
+from analytics.spark import check_spark, first_line
 from broker import topics
 from broker.errors import AlreadyExists, InvalidInput, KazamiError
 from console.clusters import get_configs, get_connection
-from console.jobs import alive, jobs_dir, spawn_command
+from console.jobs import alive, jobs_dir, spark_settings, spawn_command
 from console.models import LiveFigure, LiveQuery
 
 STOP_GRACE = 15.0
@@ -165,15 +165,7 @@ def run_live_process(cluster: str) -> int:
         if output:
             with contextlib.suppress(AlreadyExists):
                 topics.do_create_topic(get_connection(cluster), output, 1, min(3, _brokers(cluster)))
-        spark = start_session(
-            SparkSettings(
-                master=settings.KAZAMI_SPARK_MASTER,
-                driver_memory=settings.KAZAMI_SPARK_DRIVER_MEMORY,
-                shuffle_partitions=settings.KAZAMI_SPARK_SHUFFLE_PARTITIONS,
-                ui=settings.KAZAMI_SPARK_UI,
-                app_name=f"kazami live {cluster}",
-            )
-        )
+        spark = start_session(spark_settings(f"kazami live {cluster}"))
         query = start_query(
             spark,
             kafka_options(config, live_dir(cluster) / "scratch"),

@@ -165,6 +165,8 @@ KAZAMI_SPARK_MASTER = env_str("KAZAMI_SPARK_MASTER", "local[*]")
 KAZAMI_SPARK_DRIVER_MEMORY = env_str("KAZAMI_SPARK_DRIVER_MEMORY", "1g")
 KAZAMI_SPARK_SHUFFLE_PARTITIONS = env_int("KAZAMI_SPARK_SHUFFLE_PARTITIONS", 4, minimum=1)
 KAZAMI_SPARK_UI = env_bool("KAZAMI_SPARK_UI", True)
+# On a Spark cluster, the address its executors reach this console's driver at (its host name there).
+KAZAMI_SPARK_DRIVER_HOST = env_str("KAZAMI_SPARK_DRIVER_HOST", "")
 KAZAMI_ANALYTICS_MAX_JOBS = env_int("KAZAMI_ANALYTICS_MAX_JOBS", 1, minimum=1)
 KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minimum=10)
 # Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.

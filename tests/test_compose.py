@@ -264,7 +264,8 @@ def test_the_console_publishes_8888_and_reaches_the_brokers_redis_and_postgres()
         postgres_env["POSTGRES_PASSWORD"],
         postgres_env["POSTGRES_DB"],
     )
-    assert urlparse(env["SPARK_MASTER_URL"]).hostname == "spark-master"
+    assert urlparse(env["KAZAMI_SPARK_MASTER"]).hostname == "spark-master"
+    assert env["KAZAMI_SPARK_DRIVER_HOST"] == "console"  # what the Spark executors dial back
     assert env["KAZAMI_SECRET_KEY"] == DUMMY_SECRET_KEY, "the secret key should come from the host environment"
     assert {*BROKERS, "redis", "postgres"} <= _depends_on(console)
 
