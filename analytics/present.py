@@ -40,10 +40,45 @@ def chart_data(report: str, bucket: str, rows: list[dict[str, Any]]) -> dict[str
     "ranked": [{"label", "value", "share"}] or None} for ``report``'s rows."""
     unit = BUCKETS.get(bucket)
     step = unit[1] if unit else None
-    builder = {"pv_uu": _pv_uu, "keywords": _keywords, "ctr": _ctr, "shares": _shares}.get(report)
+    builder = {"pv_uu": _pv_uu, "keywords": _keywords, "ctr": _ctr, "shares": _shares, "lag": _lag}.get(report)
     if builder is None or not rows:
         return {"line": None, "bars": None, "ranked": None}
     return builder(rows, step)
+
+
+STATUS_COLOURS = {
+    "OK": "#1f8a4c",
+    "WARN": "#b7791f",
+    "STALL": "#c53030",
+    "STOP": "#7b1f1f",
+    "REWIND": "#be185d",
+    "NOT_EVALUATED": "#9aa3b2",
+}
+
+
+def _lag(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
+    """Bars of each group's largest lag, and stacked bars of the time its partitions spent in each status."""
+    worst: dict[str, float] = defaultdict(float)
+    seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        worst[r["group"]] = max(worst[r["group"]], r["max_lag"] or 0)
+        for status in STATUS_COLOURS:
+            seconds[r["group"]][status] += r.get(f"seconds_{status.lower()}") or 0
+    groups = sorted(worst, key=lambda g: (-worst[g], g))[:TOP]
+    return {
+        "line": None,
+        "bars": {"title": "Largest lag per group (messages)", **_bars(worst.items(), "messages")},
+        "stacked": {
+            "title": "Time in each status (partition-minutes)",
+            "labels": groups,
+            "series": [
+                {"label": status, "color": colour, "values": [round(seconds[g][status] / 60, 1) for g in groups]}
+                for status, colour in STATUS_COLOURS.items()
+                if any(seconds[g][status] for g in groups)
+            ],
+        },
+        "ranked": None,
+    }
 
 
 def _line(series: dict[str, dict[int, float | None]], step: int | None, unit: str = "") -> dict[str, Any] | None:

@@ -45,6 +45,7 @@ class JobSpec:
     to_ms: int | None = None
     approximate: bool = False
     top_n: int = 20
+    groups: tuple[str, ...] = ()  # the lag report: these groups (none: every group)
 
     def options(self) -> Options:
         return Options(approximate=self.approximate, top_n=self.top_n)
@@ -72,10 +73,12 @@ def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None,
         raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join(REPORTS)}.")
     if spec.bucket not in events.BUCKETS:
         raise InvalidInput(f"Unknown bucket {spec.bucket!r}; buckets: {', '.join(events.BUCKETS)}.")
-    if not spec.topics:
-        raise InvalidInput("Choose at least one topic.")
     if spec.from_ms is not None and spec.to_ms is not None and spec.from_ms >= spec.to_ms:
         raise InvalidInput(f"'from' ({iso(spec.from_ms)}) must be before 'to' ({iso(spec.to_ms)}).")
+    if spec.report == "lag":
+        return  # the lag report reads the console's samples: no topic, no buckets
+    if not spec.topics:
+        raise InvalidInput("Choose at least one topic.")
     if not 1 <= spec.top_n <= 1000:
         raise InvalidInput("top_n must be between 1 and 1000.")
     unit = events.BUCKETS[spec.bucket]
@@ -122,20 +125,7 @@ def run_report(
         *[F.count_if(F.col("reason") == reason).alias(reason) for reason in events.REASONS],
     )
     result = module.transform(counted.where(F.col("reason").isNull()), spec.options())
-    sc = spark.sparkContext
-    sc.setJobGroup(group, f"{spec.report} over {', '.join(spec.topics)}", interruptOnCancel=True)
-    watcher = _Watcher(spark, group, progress, cancelled)
-    watcher.start()
-    try:
-        collected = [row.asDict() for row in result.collect()]
-    except Exception as exc:  # noqa: BLE001 - py4j raises its own and Spark's kinds
-        if cancelled is not None and cancelled.is_set():
-            raise JobCancelled("Cancelled: Spark's jobs for it were stopped.") from None
-        raise JobFailed(first_line(exc)) from None
-    finally:
-        watcher.stop()
-    if cancelled is not None and cancelled.is_set():
-        raise JobCancelled("Cancelled: Spark's jobs for it were stopped.")
+    collected = _collect(spark, result, group, f"{spec.report} over {', '.join(spec.topics)}", progress, cancelled)
     metrics = seen.get
     rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in collected])
     rows.sort(key=_order(module.COLUMNS))
@@ -156,6 +146,63 @@ def run_report(
         malformed={reason: int(metrics[reason]) for reason in events.REASONS if metrics[reason]},
         notes=notes,
     )
+
+
+def run_lag_report(
+    spark: SparkSession,
+    spec: JobSpec,
+    samples: list[tuple[Any, ...]],
+    gap_ms: int,
+    group: str,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> JobResult:
+    """The lag report over ``samples`` (rows of analytics.reports.lag.SAMPLES_SCHEMA, read by the caller
+    from the console's history). Raises JobCancelled, JobFailed."""
+    from analytics.reports import Options, lag
+
+    if not samples:
+        return JobResult(rows=[], notes=["No lag samples in the chosen range: there was nothing to report."])
+    frame = spark.createDataFrame(samples, lag.SAMPLES_SCHEMA)
+    result = lag.transform(frame, Options(gap_ms=gap_ms))
+    collected = _collect(spark, result, group, "lag report", progress, cancelled)
+    rows = []
+    for r in collected:
+        row = {name: r.get(name) for name in lag.COLUMNS}
+        row["last_at"] = iso(int(row["last_at"])) if row["last_at"] is not None else None
+        row["mean_lag"] = float(row["mean_lag"]) if row["mean_lag"] is not None else None
+        rows.append(row)
+    rows.sort(key=lambda r: (r["group"], r["topic"], r["partition"]))
+    if progress:
+        progress(1.0, "done")
+    return JobResult(rows=rows, input_rows=len(samples))
+
+
+def _collect(
+    spark: SparkSession,
+    frame: Any,
+    group: str,
+    description: str,
+    progress: Progress | None,
+    cancelled: threading.Event | None,
+) -> list[dict[str, Any]]:
+    """``frame``'s rows, computed as Spark job group ``group`` with progress and cancel; raises JobCancelled
+    or JobFailed (the cause in one line)."""
+    sc = spark.sparkContext
+    sc.setJobGroup(group, description, interruptOnCancel=True)
+    watcher = _Watcher(spark, group, progress, cancelled)
+    watcher.start()
+    try:
+        collected = [row.asDict() for row in frame.collect()]
+    except Exception as exc:  # noqa: BLE001 - py4j raises its own and Spark's kinds
+        if cancelled is not None and cancelled.is_set():
+            raise JobCancelled("Cancelled: Spark's jobs for it were stopped.") from None
+        raise JobFailed(first_line(exc)) from None
+    finally:
+        watcher.stop()
+    if cancelled is not None and cancelled.is_set():
+        raise JobCancelled("Cancelled: Spark's jobs for it were stopped.")
+    return collected
 
 
 def _shaped(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:

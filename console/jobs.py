@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,13 @@ from django.utils import timezone
 
 from analytics.events import BUCKETS
 from analytics.reports import REPORTS
-from analytics.runner import JobCancelled, JobSpec, check_spec, run_report
+from analytics.runner import JobCancelled, JobResult, JobSpec, check_spec, run_lag_report, run_report
 from analytics.spark import SparkSettings, SparkUnavailable, check_spark, first_line
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.ranges import TopicRanges, get_ranges
 from broker.times import parse_time
 from console.clusters import get_configs, get_connection
-from console.models import AnalyticsJob, AnalyticsResult
+from console.models import AnalyticsJob, AnalyticsResult, LagSample
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,15 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     report = str(data.get("report") or "")
     if report not in REPORTS:
         raise InvalidInput(f"report must be one of {', '.join(REPORTS)}, not {report[:40]!r}.")
+    if report == "lag":
+        return JobSpec(
+            report=report,
+            topics=(),
+            bucket="total",
+            from_ms=_time(data.get("from"), "from"),
+            to_ms=_time(data.get("to"), "to"),
+            groups=tuple(_names(data.get("groups"), "groups")),
+        )
     topics = data.get("topics")
     if isinstance(topics, str):
         topics = [t.strip() for t in topics.replace("\n", ",").split(",")]
@@ -90,6 +99,16 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     )
 
 
+def _names(value: Any, name: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = value.replace("\n", ",").split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name} must be a list of names.")
+    return list(dict.fromkeys(v.strip() for v in value if v.strip()))
+
+
 def _time(value: Any, name: str) -> int | None:
     if value is None or value == "":
         return None
@@ -114,6 +133,7 @@ def spec_of(job: AnalyticsJob) -> JobSpec:
         to_ms=p.get("to_ms"),
         approximate=bool(p.get("approximate")),
         top_n=int(p.get("top_n", 20)),
+        groups=tuple(p.get("groups", [])),
     )
 
 
@@ -125,6 +145,7 @@ def params_of(spec: JobSpec) -> dict[str, Any]:
         "to_ms": spec.to_ms,
         "approximate": spec.approximate,
         "top_n": spec.top_n,
+        "groups": list(spec.groups),
     }
 
 
@@ -138,8 +159,12 @@ def do_submit(cluster: str, spec: JobSpec, user: Any) -> AnalyticsJob:
     many points), ClusterUnavailable.
     """
     check_spark()
-    ranges = get_ranges(get_connection(cluster), list(spec.topics), spec.from_ms, spec.to_ms)
-    check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS, ranges.first_time_ms)
+    if spec.report == "lag":
+        check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS)
+        _check_history(cluster, spec.groups)
+    else:
+        ranges = get_ranges(get_connection(cluster), list(spec.topics), spec.from_ms, spec.to_ms)
+        check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS, ranges.first_time_ms)
     job = AnalyticsJob.objects.create(
         cluster=cluster,
         report=spec.report,
@@ -151,6 +176,31 @@ def do_submit(cluster: str, spec: JobSpec, user: Any) -> AnalyticsJob:
     dispatch()
     job.refresh_from_db()
     return job
+
+
+def _check_history(cluster: str, groups: tuple[str, ...]) -> None:
+    """Raise NotFound naming the groups the console has never sampled on ``cluster``."""
+    if not groups:
+        return
+    known = set(LagSample.objects.filter(cluster=cluster, group__in=groups).values_list("group", flat=True).distinct())
+    missing = [g for g in groups if g not in known]
+    if missing:
+        raise NotFound(f"The console has no lag history of {', '.join(repr(g) for g in missing)} on {cluster}.")
+
+
+def lag_samples(cluster: str, spec: JobSpec) -> list[tuple[Any, ...]]:
+    """The samples the lag report reads: (group, topic, partition, at_ms, lag, lag_ms, status)."""
+    found = LagSample.objects.filter(cluster=cluster)
+    if spec.groups:
+        found = found.filter(group__in=spec.groups)
+    if spec.from_ms is not None:
+        found = found.filter(at__gte=datetime.fromtimestamp(spec.from_ms / 1000, UTC))
+    if spec.to_ms is not None:
+        found = found.filter(at__lt=datetime.fromtimestamp(spec.to_ms / 1000, UTC))
+    rows = found.values_list("group", "topic", "partition", "at", "lag", "lag_ms", "status")
+    return [
+        (g, t, p, int(at.timestamp() * 1000), lag, lag_ms, st) for g, t, p, at, lag, lag_ms, st in rows.iterator(5000)
+    ]
 
 
 def get_job(job_id: int) -> AnalyticsJob:
@@ -304,12 +354,43 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
     from analytics.source import kafka_options
 
     spec = spec_of(job)
+    if spec.report == "lag":
+        _run_lag(job, spec, spark, cancelled)
+        return
     config = get_configs()[job.cluster]
     ranges: TopicRanges = get_ranges(get_connection(job.cluster), list(spec.topics), spec.from_ms, spec.to_ms)
     if ranges.records and spark is None:
         spark = _start_spark(job)
     if cancelled.is_set():
         raise JobCancelled("Cancelled before Spark started reading.")
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
+    _store(
+        job,
+        run_report(
+            spark,
+            spec,
+            kafka_options(config, jobs_dir() / "scratch") if ranges.records else {},
+            ranges,
+            group=f"kazami-job-{job.pk}",
+            progress=_progress_of(job),
+            cancelled=cancelled,
+        ),
+    )
+
+
+def _run_lag(job: AnalyticsJob, spec: JobSpec, spark: Any, cancelled: threading.Event) -> None:
+    samples = lag_samples(job.cluster, spec)
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=len(samples))
+    if samples and spark is None:
+        spark = _start_spark(job)
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started.")
+    gap_ms = int(3 * settings.KAZAMI_LAG_SAMPLE_INTERVAL * 1000)
+    _store(job, run_lag_report(spark, spec, samples, gap_ms, f"kazami-job-{job.pk}", _progress_of(job), cancelled))
+
+
+def _progress_of(job: AnalyticsJob) -> Any:
+    """A progress callback writing to the job's row at most every PROGRESS_EVERY seconds."""
     last = [0.0]
 
     def progress(fraction: float, stage: str) -> None:
@@ -322,16 +403,11 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
             progress=round(fraction, 4), stage=stage[:255]
         )
 
-    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
-    result = run_report(
-        spark,
-        spec,
-        kafka_options(config, jobs_dir() / "scratch") if ranges.records else {},
-        ranges,
-        group=f"kazami-job-{job.pk}",
-        progress=progress,
-        cancelled=cancelled,
-    )
+    return progress
+
+
+def _store(job: AnalyticsJob, result: JobResult) -> None:
+    """Keep ``result``'s rows and mark the job succeeded with its figures."""
     with transaction.atomic():
         AnalyticsResult.objects.update_or_create(job_id=job.pk, defaults={"rows": result.rows})
         _finish(

@@ -34,6 +34,8 @@ class LagSample(models.Model):
     log_end = models.BigIntegerField(null=True)
     lag = models.BigIntegerField(null=True)
     lag_ms = models.BigIntegerField(null=True)
+    # The partition's status as the console judged it when sampling (Burrow's rules; "" when not known).
+    status = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         indexes = [

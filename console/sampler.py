@@ -21,6 +21,7 @@ from django.utils import timezone
 from broker.errors import KazamiError
 from broker.groups import GroupLag, get_groups
 from console.clusters import get_configs, get_connection
+from console.lag import verdicts
 from console.models import LagSample, Lease
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,10 @@ def models_q_free(owner: str, now: datetime):  # type: ignore[no-untyped-def]
 
 
 def store(cluster: str, groups: list[GroupLag], at: datetime) -> int:
-    """Store one sample per group and partition; returns how many rows were written."""
+    """Store one sample per group and partition, with the status the console judges it to have now (the
+    lag report counts time in each status); returns how many rows were written."""
+    judged = verdicts(cluster, groups)
+    statuses = {(g, v.topic, v.partition): v.status for g, verdict in judged.items() for v in verdict.partitions}
     rows = [
         LagSample(
             cluster=cluster,
@@ -65,6 +69,7 @@ def store(cluster: str, groups: list[GroupLag], at: datetime) -> int:
             log_end=p.log_end,
             lag=p.lag,
             lag_ms=p.lag_ms,
+            status=statuses.get((g.group_id, p.topic, p.partition), ""),
         )
         for g in groups
         for p in g.partitions

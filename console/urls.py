@@ -53,6 +53,7 @@ urlpatterns = [
         CLUSTER + "analytics/jobs/<int:job_id>/result.<str:fmt>", analytics.job_download, name="analytics-job-download"
     ),
     path(TOPIC + "analytics/<str:report>/", analytics.quick_job, name="topic-quick-job"),
+    path(CLUSTER + "groups-lag-report/", analytics.lag_report_job, name="group-lag-report"),
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),

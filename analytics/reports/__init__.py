@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from analytics.reports import ctr, keywords, pv_uu, shares
+from analytics.reports import ctr, keywords, lag, pv_uu, shares
 
 
 @dataclass(frozen=True)
@@ -16,14 +16,18 @@ class Options:
     approximate: bool = False  # HyperLogLog distinct counts (pv_uu)
     approx_rsd: float = 0.01  # their relative standard deviation
     top_n: int = 20  # keywords per bucket
+    gap_ms: int = 30_000  # lag report: the longest a sample's status counts for (three sampling intervals)
 
 
-REPORTS: dict[str, ModuleType] = {"pv_uu": pv_uu, "keywords": keywords, "ctr": ctr, "shares": shares}
+REPORTS: dict[str, ModuleType] = {"pv_uu": pv_uu, "keywords": keywords, "ctr": ctr, "shares": shares, "lag": lag}
+# Reports over topics of web events; the lag report reads the console's lag history instead.
+EVENT_REPORTS = ("pv_uu", "keywords", "ctr", "shares")
 LABELS = {
     "pv_uu": "Page views and unique users",
     "keywords": "Top search keywords",
     "ctr": "Ad click-through rate",
     "shares": "Shares per network",
+    "lag": "Lag report",
 }
 
 

@@ -30,6 +30,7 @@ from console.models import AnalyticsJob
 from console.views.api import _body
 
 TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
+TEXT_COLUMNS = ("url", "keyword", "campaign_id", "ad_id", "network", "bucket_start", "group", "topic", "last_at")
 
 
 def job_json(job: AnalyticsJob, request: HttpRequest | None = None) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
     """The report form (operators) and the cluster's job history (live)."""
     conn = get_connection(cluster)  # an unknown cluster is a 404 before anything else
     values: dict[str, Any] = {"report": "pv_uu", "bucket": "hour", "range": "24h", "topics": ""}
-    values.update({k: v for k, v in request.GET.items() if k in ("report", "bucket", "topics", "range")})
+    values.update({k: v for k, v in request.GET.items() if k in ("report", "bucket", "topics", "groups", "range")})
     error = None
     status = 200
     if request.method == "POST":
@@ -153,9 +154,9 @@ def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> Analytic
         spec = jobs.check_job_request(data)
         return jobs.do_submit(cluster, spec, request.user)
 
-    topics = data.get("topics", "")
-    target = ",".join(str(t) for t in topics) if isinstance(topics, list) else str(topics)
-    shown = ("report", "topics", "bucket", "from", "to", "approximate")
+    named = data.get("groups") if data.get("report") == "lag" else data.get("topics", "")
+    target = ",".join(str(t) for t in named) if isinstance(named, list) else str(named or "")
+    shown = ("report", "topics", "groups", "bucket", "from", "to", "approximate")
     params: dict[str, Any] = {k: data.get(k) for k in shown if k in data}
     return perform(request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}")
 
@@ -176,6 +177,22 @@ def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> Ht
     return redirect("analytics-job", cluster=cluster, job_id=job.pk)
 
 
+@require_POST
+@page_view
+def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
+    """"Lag report" on the groups page (every group) and on a group's page (``group``): the last 24 hours."""
+    now = datetime.now(UTC)
+    group = request.POST.get("group", "").strip()
+    data = {
+        "report": "lag",
+        "groups": [group] if group else [],
+        "from": (now - timedelta(hours=24)).isoformat(),
+        "to": now.isoformat(),
+    }
+    job = _start(request, cluster, data)
+    return redirect("analytics-job", cluster=cluster, job_id=job.pk)
+
+
 @require_GET
 @page_view
 def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
@@ -186,6 +203,7 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
         **job_status_context(job),
         "cluster": cluster,
         "columns": REPORTS[job.report].COLUMNS,
+        "text_columns": TEXT_COLUMNS,
         "rows": rows[:TABLE_ROWS],
         "row_count": len(rows),
         "charts": chart_data(job.report, bucket, rows),

@@ -9,6 +9,8 @@
     if (line && data.line) KazamiCharts.timeLine(line, data.line);
     var bar = document.getElementById("bar-chart");
     if (bar && data.bars) KazamiCharts.bars(bar, data.bars);
+    var stack = document.getElementById("stacked-chart");
+    if (stack && data.stacked) KazamiCharts.stacked(stack, data.stacked);
   }
   var page = document.getElementById("job-page");
   function check() {

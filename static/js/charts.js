@@ -65,6 +65,21 @@
     });
   }
 
+  // spec: {labels: [text], series: [{label, values, color}]}: one bar per label, its series stacked.
+  function stacked(canvas, spec) {
+    return new Chart(canvas, {
+      type: "bar",
+      data: { labels: spec.labels, datasets: spec.series.map(function (s, i) {
+        return { label: s.label, data: s.values, backgroundColor: s.color || PALETTE[i % PALETTE.length] };
+      }) },
+      options: {
+        animation: false, maintainAspectRatio: false, indexAxis: "y",
+        scales: { x: { stacked: true, beginAtZero: true }, y: { stacked: true } },
+        plugins: { legend: { position: "bottom" } }
+      }
+    });
+  }
+
   // Points of uneven samples: a null after any interval far longer than the usual one, so a pause
   // in sampling shows as a gap instead of a straight line across it.
   function withGaps(times, values) {
@@ -85,5 +100,5 @@
     return { times: outTimes, values: outValues };
   }
 
-  window.KazamiCharts = { timeLine: timeLine, bars: bars, withGaps: withGaps, label: label };
+  window.KazamiCharts = { timeLine: timeLine, bars: bars, stacked: stacked, withGaps: withGaps, label: label };
 })();
