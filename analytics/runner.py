@@ -128,7 +128,7 @@ def run_report(
     collected = _collect(spark, result, group, f"{spec.report} over {', '.join(spec.topics)}", progress, cancelled)
     metrics = seen.get
     rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in collected])
-    rows.sort(key=_order(module.COLUMNS))
+    rows.sort(key=_order(getattr(module, "ORDER", module.COLUMNS)))
     notes = []
     if spec.approximate and spec.report == "pv_uu":
         notes.append("UU is approximate (HyperLogLog, about 1% relative error).")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from analytics.reports import Options
 
 COLUMNS = ("bucket_start", "keyword", "count", "rank")
+ORDER = ("bucket_start", "rank")  # how the stored rows are ordered
 
 
 def transform(events: DataFrame, options: Options) -> DataFrame:

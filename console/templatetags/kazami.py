@@ -128,3 +128,21 @@ def range_text(params: dict[str, Any]) -> str:
     if end is None:
         return f"from {shown(start)} UTC"
     return f"{shown(start)} – {shown(end)} UTC"
+
+
+@register.filter
+def seconds_text(seconds: float | None) -> str:
+    """3725.2 -> "1 h 2 min"; 0 -> "—"."""
+    if not seconds:
+        return "—"
+    return duration(int(seconds * 1000))
+
+
+@register.filter
+def column_label(name: str) -> str:
+    """A result column's heading: "seconds_stall" -> "stall", "last_lag_ms" -> "last lag (time)"."""
+    if name.startswith("seconds_"):
+        return name[len("seconds_") :].replace("_", " ")
+    return {"last_lag_ms": "last lag (time)", "bucket_start": "bucket", "last_at": "last sample"}.get(
+        name, name.replace("_", " ")
+    )

@@ -15,6 +15,8 @@
   // spec: {times: [ms], step_ms, series: [{label, values: [number|null], unit}]}
   function timeLine(canvas, spec, options) {
     options = options || {};
+    var unit = spec.series.length && spec.series[0].unit;
+    if (!options.yTitle && unit) options.yTitle = unit;
     var step = spec.step_ms || 60000;
     // Ticks on whole multiples of the bucket (about eight of them), not wherever the scale falls.
     var span = spec.times.length ? spec.times[spec.times.length - 1] - spec.times[0] : step;
@@ -56,7 +58,7 @@
   function bars(canvas, spec) {
     return new Chart(canvas, {
       type: "bar",
-      data: { labels: spec.labels, datasets: [{ label: spec.unit || "", data: spec.values, backgroundColor: PALETTE[0] }] },
+      data: { labels: spec.labels, datasets: [{ label: spec.unit || "", data: spec.values, backgroundColor: PALETTE[0], maxBarThickness: 28 }] },
       options: {
         animation: false, maintainAspectRatio: false, indexAxis: "y",
         scales: { x: { beginAtZero: true } },
@@ -70,7 +72,7 @@
     return new Chart(canvas, {
       type: "bar",
       data: { labels: spec.labels, datasets: spec.series.map(function (s, i) {
-        return { label: s.label, data: s.values, backgroundColor: s.color || PALETTE[i % PALETTE.length] };
+        return { label: s.label, data: s.values, backgroundColor: s.color || PALETTE[i % PALETTE.length], maxBarThickness: 28 };
       }) },
       options: {
         animation: false, maintainAspectRatio: false, indexAxis: "y",
