@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kafka.record import MemoryRecords
 
+from broker.demo import batches as batches_module
 from broker.demo import web
 from broker.demo.__main__ import duration_s
 
@@ -204,7 +205,7 @@ def test_workers_with_their_own_users_and_streams_share_no_user_or_id() -> None:
 def test_record_batches_read_back_through_kafka_python() -> None:
     events = list(web.web_events(5_000, START, START + 30 * 3600_000, seed=4))  # deltas beyond 37 h split
     shuffled = events[:200] + random.Random(1).sample(events[200:400], 200) + events[400:]  # some out of order
-    batches = web.record_batches(shuffled, max_records=700)
+    batches = batches_module.record_batches(shuffled, max_records=700)
     assert len(batches) > 5000 // 700
     records = MemoryRecords(b"".join(batches))
     got = []
@@ -233,11 +234,15 @@ def test_varints_match_kafkas_test_vectors() -> None:
         2**31 - 1: "feffffff0f",
         -(2**31): "ffffffff0f",
     }
-    assert {n: web._varint(n).hex() for n in vectors} == vectors
+    assert {n: batches_module._varint(n).hex() for n in vectors} == vectors
     # the table-driven timestamp deltas of the batch encoder agree with the plain encoding
     for delta in (0, 1, 65_535, 65_536, 1_000_000, 86_400_000, 2**27 - 1):
-        table = web._ZIGZAG[delta] if delta < 1 << 16 else web._LOW_14[(delta << 1) & 0x3FFF] + web._HIGH[delta >> 13]
-        assert table == web._varint(delta), delta
+        table = (
+            batches_module._ZIGZAG[delta]
+            if delta < 1 << 16
+            else batches_module._LOW_14[(delta << 1) & 0x3FFF] + batches_module._HIGH[delta >> 13]
+        )
+        assert table == batches_module._varint(delta), delta
 
 
 def test_durations_read_as_the_command_line_takes_them() -> None:
