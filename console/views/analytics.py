@@ -180,7 +180,7 @@ def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> Ht
 @require_POST
 @page_view
 def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
-    """"Lag report" on the groups page (every group) and on a group's page (``group``): the last 24 hours."""
+    """ "Lag report" on the groups page (every group) and on a group's page (``group``): the last 24 hours."""
     now = datetime.now(UTC)
     group = request.POST.get("group", "").strip()
     data = {
