@@ -340,7 +340,7 @@ def execute(job_id: int, spark: Any = None, cancelled: threading.Event | None = 
     except JobCancelled as exc:
         _finish(job_id, AnalyticsJob.CANCELLED, error=str(exc), stage="")
     except KazamiError as exc:
-        _finish(job_id, AnalyticsJob.FAILED, error=str(exc), stage="")
+        _finish(job_id, AnalyticsJob.FAILED, error=explained(str(exc)), stage="")
     except Exception as exc:
         log.exception("analytics job %s failed", job_id)
         _finish(job_id, AnalyticsJob.FAILED, error=first_line(exc), stage="")
@@ -443,6 +443,13 @@ def _watch_cancel(job_id: int, cancelled: threading.Event, stop: threading.Event
             continue
         finally:
             close_old_connections()
+
+
+def explained(error: str) -> str:
+    """A job's error with what it most likely means, when Spark's words leave that to the reader."""
+    if "TimeoutException" in error and "Kafka" not in error:
+        return f"Kafka did not answer Spark in time (are the brokers up?): {error}"
+    return error
 
 
 def run_job_process(job_id: int) -> int:
