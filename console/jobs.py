@@ -37,6 +37,7 @@ from analytics.reports import REPORTS
 from analytics.runner import JobCancelled, JobResult, JobSpec, check_spec, run_lag_report, run_report
 from analytics.spark import SparkSettings, SparkUnavailable, check_spark, first_line
 from broker.errors import InvalidInput, KazamiError, NotFound
+from broker.processes import running
 from broker.ranges import TopicRanges, get_ranges
 from broker.times import parse_time
 from console.clusters import get_configs, get_connection
@@ -263,19 +264,8 @@ def spawn_command(command: list[str], log_path: Path) -> int:
 
 
 def alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by the console that started it) is not running.
-    with contextlib.suppress(OSError):
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    return True
+    """True when ``pid`` is a job or live-query process of this console that still runs."""
+    return running(pid, b"manage.py")
 
 
 def reap() -> None:

@@ -46,6 +46,7 @@ from broker.config import ClusterConfig
 from broker.errors import KazamiError
 from broker.local.certs import CertFiles, ensure_certs
 from broker.local.maven import copy_dependencies, jars_complete
+from broker.processes import running
 
 HERE = Path(__file__).resolve().parent
 JARS = HERE / "jars"
@@ -438,34 +439,8 @@ def _secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) ->
 
 
 def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of this very process still answers kill(0): reap it.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    return _is_our_java(pid)
-
-
-def _is_our_java(pid: int) -> bool:
-    """True when pid is a JVM started from our jars (a recycled pid is not ours)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    # Empty while the Java launcher re-executes itself at start: still ours.
-    return not cmdline or str(JARS).encode() in cmdline
+    """True when ``pid`` is a JVM started from our jars that still runs (a recycled pid is not ours)."""
+    return running(pid, str(JARS).encode())
 
 
 def port_in_use(port: int) -> bool:

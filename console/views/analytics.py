@@ -141,6 +141,12 @@ def _with_range(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "from": (now - timedelta(hours=_RANGE_SPANS[chosen])).isoformat(), "to": now.isoformat()}
 
 
+def _last_day() -> dict[str, str]:
+    """``from`` and ``to`` of the last 24 hours, for the one-click jobs."""
+    now = datetime.now(UTC)
+    return {"from": (now - timedelta(hours=24)).isoformat(), "to": now.isoformat()}
+
+
 def _topic_names(conn: Any) -> list[str]:
     """For the form's suggestions; none when the cluster does not answer (the form still works)."""
     try:
@@ -181,15 +187,8 @@ def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> Ht
 @page_view
 def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
     """ "Lag report" on the groups page (every group) and on a group's page (``group``): the last 24 hours."""
-    now = datetime.now(UTC)
     group = request.POST.get("group", "").strip()
-    data = {
-        "report": "lag",
-        "groups": [group] if group else [],
-        "from": (now - timedelta(hours=24)).isoformat(),
-        "to": now.isoformat(),
-    }
-    job = _start(request, cluster, data)
+    job = _start(request, cluster, {"report": "lag", "groups": [group] if group else [], **_last_day()})
     return redirect("analytics-job", cluster=cluster, job_id=job.pk)
 
 

@@ -67,6 +67,21 @@ def produce(
         producer.close(timeout=10)
 
 
+def produce_timed(
+    topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]], compression: str | None = None
+) -> None:
+    """Send (key, value, timestamp ms) records with those record timestamps (acks=all)."""
+    producer = KafkaProducer(
+        bootstrap_servers=BOOTSTRAP.split(","), acks="all", compression_type=compression, linger_ms=20
+    )
+    try:
+        for key, value, ts in records:
+            producer.send(topic, key=key, value=value, timestamp_ms=ts)
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
 def wait_healthy(timeout: float = 60) -> None:
     """Wait until every broker is back and no partition is offline or under-replicated, so a test that
     stopped a broker leaves the cluster as it found it."""

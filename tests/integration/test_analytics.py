@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
 
 from analytics.runner import JobCancelled, JobSpec, check_spec, iso, run_report
 from analytics.source import kafka_options
@@ -23,7 +22,7 @@ from broker.errors import InvalidInput
 from broker.ranges import get_ranges
 from tests import analytics_reference as ref
 from tests.conftest import BOOTSTRAP
-from tests.integration.kafka_helpers import create_topic, unique
+from tests.integration.kafka_helpers import create_topic, produce_timed, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -103,13 +102,7 @@ def events_topic(kafka_cluster: Any) -> tuple[str, list[tuple[bytes | None, byte
         (e.key, e.value, e.timestamp_ms) for e in web_events(6000, BASE, BASE + 4 * HOUR, seed=11, users=400)
     ]
     written += handmade()
-    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all", compression_type="lz4", linger_ms=20)
-    try:
-        for key, value, ts in written:
-            producer.send(topic, key=key, value=value, timestamp_ms=ts)
-        producer.flush(timeout=60)
-    finally:
-        producer.close(timeout=10)
+    produce_timed(topic, written, compression="lz4")
     return topic, written
 
 

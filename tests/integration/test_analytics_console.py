@@ -16,7 +16,7 @@ from console import jobs
 from console.models import AnalyticsJob, AuditEntry
 from tests import analytics_reference as ref
 from tests.conftest import logged_in
-from tests.integration.kafka_helpers import create_topic, unique
+from tests.integration.kafka_helpers import create_topic, produce_timed, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -30,17 +30,7 @@ def traffic(kafka_cluster: Any) -> tuple[str, list[tuple[bytes | None, bytes | N
     written: list[tuple[bytes | None, bytes | None, int]] = [
         (e.key, e.value, e.timestamp_ms) for e in web_events(1500, BASE, BASE + 3 * HOUR, seed=5, users=200)
     ]
-    from kafka import KafkaProducer
-
-    from tests.conftest import BOOTSTRAP
-
-    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
-    try:
-        for key, value, ts in written:
-            producer.send(topic, key=key, value=value, timestamp_ms=ts)
-        producer.flush(timeout=30)
-    finally:
-        producer.close(timeout=10)
+    produce_timed(topic, written)
     return topic, written
 
 
