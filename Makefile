@@ -61,6 +61,8 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
 	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local down  (or make down)"
 	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."
+	@echo "  Analytics: http://$(HOST):$(PORT)/clusters/local/analytics/ (topic page-views holds a day of web events; more with"
+	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow)."
 	@echo
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \

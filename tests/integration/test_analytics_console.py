@@ -189,3 +189,22 @@ def test_the_analytics_page_and_a_topics_buttons(traffic: Any, no_spawn: list[in
     refused = operator.post("/clusters/local/analytics/", {"report": "pv_uu", "topics": "", "range": "all"})
     assert refused.status_code == 400
     assert b"at least one topic" in refused.content
+
+
+def test_without_sparks_jars_the_page_says_so_and_the_api_answers_503(
+    traffic: Any, no_spawn: list[int], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from analytics import spark
+
+    monkeypatch.setattr(spark, "JARS", tmp_path)  # as before `make install` fetched them
+    topic, _ = traffic
+    client = logged_in("operator")
+    page = client.get("/clusters/local/analytics/")
+    assert page.status_code == 200
+    assert b"Spark cannot run here" in page.content
+    assert b"make install" in page.content
+    answer = post(client, "/api/clusters/local/jobs/", {"report": "pv_uu", "topics": [topic]})
+    assert answer.status_code == 503
+    assert answer.json()["error"] == "spark_unavailable"
+    assert "make install" in answer.json()["message"]
+    assert not AnalyticsJob.objects.exists()
