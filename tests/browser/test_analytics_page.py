@@ -188,6 +188,8 @@ def test_live_pv_rises_as_events_arrive_and_survives_a_crash_without_counting_tw
         state = live()
         assert state["restarts"] == 1
         assert state["figures"]["pv_recent"] == views, "events counted twice or lost across the restart"
+        # The same figures went to the output topic: the last value written for each minute's PV adds up too.
+        assert output_topic_pv(state["output_topic"]) == views
     finally:
         producer.close(timeout=10)
         page.request.post(
@@ -196,6 +198,26 @@ def test_live_pv_rises_as_events_arrive_and_survives_a_crash_without_counting_tw
             headers={"Content-Type": "application/json", "X-CSRFToken": csrf(page)},
         )
     assert live()["status"] == "stopped"
+
+
+def output_topic_pv(topic: str) -> int:
+    """The page views in the live query's output topic: for each minute, the last whole count written."""
+    import json
+
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=BOOTSTRAP.split(","), auto_offset_reset="earliest", consumer_timeout_ms=3000
+    )
+    try:
+        latest: dict[int, int] = {}
+        for record in consumer:
+            row = json.loads(record.value)
+            if row["metric"] == "pv" and row["key"] == "*":
+                latest[row["minute_ms"]] = row["count"]
+        return sum(latest.values())
+    finally:
+        consumer.close()
 
 
 def csrf(page: Any) -> str:
