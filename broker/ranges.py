@@ -17,7 +17,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetTimestamp
 
 from broker.connection import ClusterConnection
-from broker.errors import PartitionUnavailable
+from broker.errors import InvalidInput, PartitionNotFound, PartitionUnavailable
 from broker.topics import get_topic_partitions
 
 
@@ -98,3 +98,27 @@ def get_ranges(conn: ClusterConnection, topics: list[str], from_ms: int | None, 
         if begin >= 0 and begin_ts >= 0 and start < high and (to_ms is None or begin_ts < to_ms):
             first = begin_ts if first is None else min(first, begin_ts)
     return TopicRanges(ranges, first)
+
+
+def get_offset_ranges(conn: ClusterConnection, wanted: dict[tuple[str, int], tuple[int, int | None]]) -> TopicRanges:
+    """The ranges of ``wanted`` ({(topic, partition): (start, end or None for the end)}), clamped to what
+    each partition holds; partitions not named are not read. Raises TopicNotFound, PartitionNotFound,
+    PartitionUnavailable (no leader), InvalidInput (an end before its start), ClusterUnavailable."""
+    by_topic: dict[str, dict[int, tuple[int, int | None]]] = {}
+    for (topic, partition), bounds in wanted.items():
+        by_topic.setdefault(topic, {})[partition] = bounds
+    ranges: list[PartitionRange] = []
+    for topic, asked in by_topic.items():
+        held = {p.partition: p for p in get_topic_partitions(conn, topic)}
+        for partition, (start, end) in sorted(asked.items()):
+            if partition not in held:
+                raise PartitionNotFound(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(held) - 1}).")
+            p = held[partition]
+            if p.start_offset is None or p.end_offset is None:
+                raise PartitionUnavailable(f"Partition {partition} of {topic!r} has no leader: it cannot be read.")
+            if end is not None and end < start:
+                raise InvalidInput(f"Partition {partition} of {topic!r}: end offset {end} is before start {start}.")
+            low = min(max(start, p.start_offset), p.end_offset)
+            high = p.end_offset if end is None else min(max(end, low), p.end_offset)
+            ranges.append(PartitionRange(topic, partition, low, high))
+    return TopicRanges(ranges, None)

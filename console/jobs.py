@@ -38,7 +38,7 @@ from analytics.runner import JobCancelled, JobResult, JobSpec, check_spec, run_l
 from analytics.spark import SparkSettings, SparkUnavailable, check_spark, first_line
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.processes import running
-from broker.ranges import TopicRanges, get_ranges
+from broker.ranges import TopicRanges, get_offset_ranges, get_ranges
 from broker.times import parse_time
 from console.clusters import get_configs, get_connection
 from console.models import AnalyticsJob, AnalyticsResult, LagSample
@@ -100,6 +100,84 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     )
 
 
+Offsets = dict[tuple[str, int], tuple[int, int | None]]
+
+
+def check_offsets(data: Mapping[str, Any], spec: JobSpec) -> Offsets | None:
+    """The offset range a request names instead of (or within) its time range, or None for every offset.
+
+    The API gives ``{"offsets": {topic: {partition: [start, end or null]}}}``; the form gives text such
+    as ``0:100-200, 1:500-`` (partitions of the one topic chosen) or ``orders/0:100-200``. Raises
+    InvalidInput naming what is wrong."""
+    value = data.get("offsets")
+    if value is None or value == "" or value == {}:
+        return None
+    wanted: Offsets = {}
+    if isinstance(value, dict):
+        for topic, partitions in value.items():
+            if not isinstance(partitions, dict):
+                raise InvalidInput("offsets must map each topic to {partition: [start, end or null]}.")
+            for partition, bounds in partitions.items():
+                wanted[(str(topic), _whole(partition, "partition"))] = _bounds(bounds)
+    elif isinstance(value, str):
+        for item in (i.strip() for i in value.replace("\n", ",").split(",")):
+            if item:
+                wanted.update(_offset_item(item, spec))
+    else:
+        raise InvalidInput("offsets must be an object or text like 0:100-200.")
+    strangers = sorted({t for t, _ in wanted} - set(spec.topics))
+    if strangers:
+        raise InvalidInput(f"offsets name {', '.join(strangers)}, which is not among the chosen topics.")
+    return wanted
+
+
+def _offset_item(item: str, spec: JobSpec) -> Offsets:
+    where, _, span = item.partition(":")
+    topic, _, partition = where.rpartition("/")
+    if not topic:
+        if len(spec.topics) != 1:
+            raise InvalidInput(f"Offsets {item!r}: with several topics, write topic/partition:start-end.")
+        topic = spec.topics[0]
+    start, dash, end = span.partition("-")
+    if not dash:
+        raise InvalidInput(f"Offsets {item!r}: write partition:start-end (end may be left out: to the end).")
+    return {
+        (topic, _whole(partition, "partition")): (
+            _whole(start, "start offset"),
+            _whole(end, "end offset") if end.strip() else None,
+        )
+    }
+
+
+def _bounds(value: Any) -> tuple[int, int | None]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise InvalidInput("Each partition's offsets are [start, end or null].")
+    return _whole(value[0], "start offset"), None if value[1] is None else _whole(value[1], "end offset")
+
+
+def _whole(value: Any, name: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise InvalidInput(f"{name} must be a whole number, not {str(value)[:40]!r}.") from None
+    if number < 0:
+        raise InvalidInput(f"{name} must not be negative.")
+    return number
+
+
+def _ranges(cluster: str, spec: JobSpec, offsets: Offsets | None) -> TopicRanges:
+    """What a job reads: the named offsets (filtered on time when it has a range too), or its time range."""
+    conn = get_connection(cluster)
+    return (
+        get_offset_ranges(conn, offsets) if offsets else get_ranges(conn, list(spec.topics), spec.from_ms, spec.to_ms)
+    )
+
+
+def _stored_offsets(params: dict[str, Any]) -> Offsets | None:
+    rows = params.get("offsets")
+    return {(t, p): (start, end) for t, p, start, end in rows} if rows else None
+
+
 def _names(value: Any, name: str) -> list[str]:
     if value is None or value == "":
         return []
@@ -153,7 +231,7 @@ def params_of(spec: JobSpec) -> dict[str, Any]:
 # --- submitting and queueing ---------------------------------------------------------------------
 
 
-def do_submit(cluster: str, spec: JobSpec, user: Any) -> AnalyticsJob:
+def do_submit(cluster: str, spec: JobSpec, user: Any, offsets: Offsets | None = None) -> AnalyticsJob:
     """Check ``spec`` against the cluster and queue it; starts it at once when a slot is free.
 
     Raises SparkUnavailable (Spark cannot run here), TopicNotFound, InvalidInput (a bad range, too
@@ -164,12 +242,15 @@ def do_submit(cluster: str, spec: JobSpec, user: Any) -> AnalyticsJob:
         check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS)
         _check_history(cluster, spec.groups)
     else:
-        ranges = get_ranges(get_connection(cluster), list(spec.topics), spec.from_ms, spec.to_ms)
+        ranges = _ranges(cluster, spec, offsets)
         check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS, ranges.first_time_ms)
+    params = params_of(spec)
+    if offsets:
+        params["offsets"] = [[t, p, start, end] for (t, p), (start, end) in sorted(offsets.items())]
     job = AnalyticsJob.objects.create(
         cluster=cluster,
         report=spec.report,
-        params=params_of(spec),
+        params=params,
         created_by=user if getattr(user, "is_authenticated", False) else None,
         username=user.get_username() if getattr(user, "is_authenticated", False) else "anonymous",
         created_at=timezone.now(),
@@ -348,7 +429,7 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
         _run_lag(job, spec, spark, cancelled)
         return
     config = get_configs()[job.cluster]
-    ranges: TopicRanges = get_ranges(get_connection(job.cluster), list(spec.topics), spec.from_ms, spec.to_ms)
+    ranges = _ranges(job.cluster, spec, _stored_offsets(job.params))
     if ranges.records and spark is None:
         spark = _start_spark(job)
     if cancelled.is_set():

@@ -121,6 +121,12 @@ def range_text(params: dict[str, Any]) -> str:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M") if ms is not None else ""
 
     start, end = params.get("from_ms"), params.get("to_ms")
+    offsets = params.get("offsets")
+    if offsets:
+        parts = ", ".join(f"{t}/{p}:{a}-{'' if b is None else b}" for t, p, a, b in offsets[:4])
+        return f"offsets {parts}{' …' if len(offsets) > 4 else ''}" + (
+            "" if start is None and end is None else f" within {range_text({'from_ms': start, 'to_ms': end})}"
+        )
     if start is None and end is None:
         return "everything"
     if start is None:

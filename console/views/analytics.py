@@ -133,6 +133,8 @@ def _with_range(data: dict[str, Any]) -> dict[str, Any]:
     chosen = str(data.get("range") or "custom")
     if chosen == "custom":
         return data
+    if str(data.get("offsets") or "").strip():
+        return {**data, "from": None, "to": None}  # offsets name what to read; a range chosen too would cut them
     if chosen not in RANGES:
         raise InvalidInput(f"range must be one of {', '.join(RANGES)}.")
     if chosen == "all":
@@ -158,11 +160,11 @@ def _topic_names(conn: Any) -> list[str]:
 def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> AnalyticsJob:
     def start() -> AnalyticsJob:
         spec = jobs.check_job_request(data)
-        return jobs.do_submit(cluster, spec, request.user)
+        return jobs.do_submit(cluster, spec, request.user, jobs.check_offsets(data, spec))
 
     named = data.get("groups") if data.get("report") == "lag" else data.get("topics", "")
     target = ",".join(str(t) for t in named) if isinstance(named, list) else str(named or "")
-    shown = ("report", "topics", "groups", "bucket", "from", "to", "approximate")
+    shown = ("report", "topics", "groups", "bucket", "from", "to", "offsets", "approximate")
     params: dict[str, Any] = {k: data.get(k) for k in shown if k in data}
     return perform(request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}")
 

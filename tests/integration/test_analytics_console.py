@@ -208,3 +208,36 @@ def test_without_sparks_jars_the_page_says_so_and_the_api_answers_503(
     assert answer.json()["error"] == "spark_unavailable"
     assert "make install" in answer.json()["message"]
     assert not AnalyticsJob.objects.exists()
+
+
+@pytest.mark.spark
+def test_an_offset_range_reads_only_those_offsets(spark: Any, kafka_cluster: Any, no_spawn: list[int]) -> None:
+    topic = create_topic(unique("offsets-web"), partitions=1, replication=1)
+    written: list[tuple[bytes | None, bytes | None, int]] = [
+        (e.key, e.value, e.timestamp_ms) for e in web_events(300, BASE, BASE + HOUR, seed=8, users=50)
+    ]
+    produce_timed(topic, written)  # one partition: a record's offset is its place in the list
+    client = logged_in("operator")
+    bad = post(
+        client, "/api/clusters/local/jobs/", {"report": "pv_uu", "topics": [topic], "offsets": {topic: {"7": [0, 9]}}}
+    )
+    assert bad.status_code == 404
+    assert "no partition 7" in bad.json()["message"]
+    backwards = post(client, "/api/clusters/local/jobs/", {"report": "pv_uu", "topics": [topic], "offsets": "0:90-10"})
+    assert backwards.status_code == 400
+    body = {"report": "pv_uu", "topics": [topic], "bucket": "minute", "offsets": {topic: {"0": [50, 200]}}}
+    job_id = post(client, "/api/clusters/local/jobs/", body).json()["id"]
+    done = jobs.execute(job_id, spark=spark)
+    assert done.status == "succeeded", done.error
+    assert done.input_rows == 150
+    rows = client.get(f"/api/jobs/{job_id}/result/").json()["rows"]
+    expected = ref.pv_uu(ref.read(written[50:200], None, None), "minute")
+    assert {(r["bucket_start"], r["url"]): (r["pv"], r["uu"]) for r in rows} == expected
+    # The form's text form, to the end of the partition, replaces the time range chosen beside it.
+    page = client.post(
+        "/clusters/local/analytics/",
+        {"report": "pv_uu", "topics": topic, "range": "1h", "bucket": "total", "offsets": "0:250-"},
+    )
+    assert page.status_code == 302
+    job = AnalyticsJob.objects.get(pk=int(page["Location"].rstrip("/").rsplit("/", 1)[1]))
+    assert (job.params["offsets"], job.params["from_ms"]) == ([[topic, 0, 250, None]], None)
