@@ -59,6 +59,7 @@ def start_job(page: Any, console_url: str, topic: str, bucket: str = "minute") -
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
 
 
+@pytest.mark.timeout(600)
 def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     page: Any, console_url: str, busy_topic: str, artifacts: Path
 ) -> None:
@@ -118,6 +119,7 @@ def test_cancel_stops_a_running_job_and_its_process(page: Any, console_url: str,
     assert answer["cancel_requested"] is True
 
 
+@pytest.mark.timeout(600)  # two Spark starts (the query and its restart) on two busy cores
 def test_live_pv_rises_as_events_arrive_and_survives_a_crash_without_counting_twice(
     page: Any, console_url: str, kafka_cluster: Any, artifacts: Path
 ) -> None:
