@@ -374,18 +374,25 @@ async def _watch(shared: SharedTail) -> None:
     when it is over. The reader itself goes on meanwhile."""
     while True:
         await asyncio.sleep(TailConsumer.CHECK_EVERY)
-        try:
-            trouble = await sync_to_async(shared.tail.trouble, thread_sensitive=False)()
-        except Exception:  # an unforeseen failure of the check must not end it
-            log.warning("checking a tail's partitions failed", exc_info=True)
-            continue
-        if trouble != shared.trouble:
-            shared.trouble = trouble
+        if await _recheck(shared):
             for watcher in list(shared.watchers):
                 try:
                     await watcher.show_state()
                 except Exception:  # one browser gone wrong does not keep the others uninformed
                     log.warning("a tail status to one browser failed", exc_info=True)
+
+
+async def _recheck(shared: SharedTail) -> bool:
+    """Ask whether the tailed partitions can be read now (Tail.trouble, off the event loop) and keep the
+    answer; True when it changed."""
+    try:
+        trouble = await sync_to_async(shared.tail.trouble, thread_sensitive=False)()
+    except Exception:  # an unforeseen failure of the check must not end the tail
+        log.warning("checking a tail's partitions failed", exc_info=True)
+        return False
+    changed = trouble != shared.trouble
+    shared.trouble = trouble
+    return changed
 
 
 async def _pump(key: TailKey, shared: SharedTail) -> None:
@@ -416,6 +423,10 @@ async def _push_forever(key: TailKey, shared: SharedTail) -> None:
         if not batch and not skipped:
             continue
         rows = await sync_to_async(_tail_rows, thread_sensitive=False)(shared.cluster, batch, shared.decoding)
+        if shared.trouble and batch:
+            # Messages came in, so the trouble last seen (up to CHECK_EVERY ago) may be over: a partition
+            # said to have no leader just delivered. Ask again before saying it beside them.
+            await _recheck(shared)
         for watcher in list(shared.watchers):
             if not watcher.paused:
                 try:
