@@ -31,14 +31,21 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+# SQLite shared by several processes (console workers, analytics jobs, the live query): a transaction takes
+# the write lock when it begins (a deferred one that read first and then writes fails at once with
+# "database is locked" while another process writes, whatever the time-out), a writer waits up to 20 s
+# for another, and readers do not block the writer (write-ahead log).
+SQLITE_OPTIONS = {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+
+
 def _database(url: str) -> dict[str, Any]:
     """DATABASE_URL as Django wants it: sqlite:///path or postgres://user:pass@host:port/name."""
     if not url:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "kazami.sqlite3"}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "kazami.sqlite3", "OPTIONS": SQLITE_OPTIONS}
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.path or ":memory:"}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.path or ":memory:", "OPTIONS": SQLITE_OPTIONS}
     if parsed.scheme in ("postgres", "postgresql"):
         return {
             "ENGINE": "django.db.backends.postgresql",
