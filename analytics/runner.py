@@ -1,9 +1,10 @@
-"""Running one report: plan the offsets, read them once, parse once, aggregate, collect.
+"""Running reports: plan the offsets, read them once, parse once, aggregate, collect.
 
 Knows Spark and Kafka, nothing of Django: the console's job process (console/jobs.py) calls
-:func:`run_report` with callbacks for progress and a cancel flag, and stores what it returns.
-Malformed records are counted per reason in the same pass that aggregates (Spark's observed
-metrics), so a report reads its records once.
+:func:`run_report` with callbacks for progress and a cancel flag, and stores what it returns;
+:func:`run_reports` computes several reports over the same records, PV/UU, CTR and shares over one
+read (analytics.reports.onepass). Malformed records are counted per reason in the same pass that
+aggregates (Spark's observed metrics), so a report reads its records once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from analytics import events
-from analytics.reports import REPORTS, Options, finish
+from analytics.reports import EVENT_REPORTS, REPORTS, Options, finish, one_pass, onepass
 from analytics.source import read_range
 from analytics.spark import first_line
 from broker.errors import InvalidInput, KazamiError
@@ -47,8 +48,8 @@ class JobSpec:
     top_n: int = 20
     groups: tuple[str, ...] = ()  # the lag report: these groups (none: every group)
 
-    def options(self) -> Options:
-        return Options(approximate=self.approximate, top_n=self.top_n)
+    def options(self, partitions: int = 0) -> Options:
+        return Options(approximate=self.approximate, top_n=self.top_n, partitions=partitions)
 
 
 @dataclass
@@ -63,6 +64,9 @@ class JobResult:
 
 Progress = Callable[[float, str], None]
 NOTHING = "No records in the chosen range: there was nothing to count."
+# Records per partition of the events' shuffle (analytics.reports.onepass): few enough that a partition's
+# hash aggregations stay in memory, many enough that a task's start does not count.
+RECORDS_PER_PARTITION = 500_000
 
 
 def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None, now_ms: int | None = None) -> None:
@@ -110,42 +114,130 @@ def run_report(
     """Compute ``spec`` over the records of ``ranges`` (read with Kafka source ``kafka`` options) as Spark
     job group ``group``. ``progress(fraction, stage)`` is called as Spark's tasks finish; setting
     ``cancelled`` cancels Spark's jobs. Raises JobCancelled, JobFailed."""
+    return run_reports(spark, [spec], kafka, ranges, group, progress, cancelled)[0]
+
+
+def run_reports(
+    spark: SparkSession,
+    specs: list[JobSpec],
+    kafka: dict[str, str],
+    ranges: TopicRanges,
+    group: str,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> list[JobResult]:
+    """Compute every report of ``specs`` (reports over events, all over the same topics, range and bucket)
+    over the records of ``ranges`` as Spark job group ``group``; returns their results in the order of
+    ``specs``. The reports one pass computes (exact PV/UU, CTR, shares) share one read of the records;
+    each other one (keywords, approximate PV/UU) reads them again. ``progress`` and ``cancelled`` as for
+    :func:`run_report`. Raises InvalidInput for specs that do not share their records, JobCancelled,
+    JobFailed."""
+    if not specs:
+        return []
+    first = specs[0]
+    for spec in specs:
+        if spec.report not in EVENT_REPORTS:
+            raise InvalidInput(f"{spec.report!r} is not a report over events.")
+        if (spec.topics, spec.bucket, spec.from_ms, spec.to_ms) != (
+            first.topics,
+            first.bucket,
+            first.from_ms,
+            first.to_ms,
+        ):
+            raise InvalidInput("Reports computed together need the same topics, range and bucket.")
     if ranges.records == 0:
-        return JobResult(rows=[], notes=[NOTHING])
+        return [JobResult(rows=[], notes=[NOTHING]) for _ in specs]
+    partitions = max(
+        int(spark.conf.get("spark.sql.shuffle.partitions") or 1), -(-ranges.records // RECORDS_PER_PARTITION)
+    )
+    together = [i for i, spec in enumerate(specs) if one_pass(spec.report, spec.options())]
+    reads = [(together, True)] if together else []
+    reads += [([i], False) for i in range(len(specs)) if i not in together]
+    results: dict[int, JobResult] = {}
+    for n, (read, one) in enumerate(reads):
+        chosen = [specs[i] for i in read]
+        step = _scaled(progress, n, len(reads))
+        found = _run_read(spark, chosen, one, kafka, ranges, f"{group}-{n}", partitions, group, step, cancelled)
+        results.update(zip(read, found, strict=True))
+    if progress:
+        progress(1.0, "done")
+    return [results[i] for i in range(len(specs))]
+
+
+def _run_read(
+    spark: SparkSession,
+    specs: list[JobSpec],
+    together: bool,
+    kafka: dict[str, str],
+    ranges: TopicRanges,
+    name: str,
+    partitions: int,
+    group: str,
+    progress: Progress | None,
+    cancelled: threading.Event | None,
+) -> list[JobResult]:
+    """One read of the records for ``specs``: one report, or (``together``) the one-pass reports."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    module = REPORTS[spec.report]
-    parsed = events.parse(read_range(spark, kafka, ranges, spec.from_ms, spec.to_ms), spec.bucket)
-    seen = Observation(f"input-{group}")
+    first = specs[0]
+    reports = [spec.report for spec in specs]
+    optional = ("keyword",) if "keywords" in reports else ()
+    parsed = events.parse(read_range(spark, kafka, ranges, first.from_ms, first.to_ms), first.bucket, optional)
+    seen = Observation(f"input-{name}")
     counted = parsed.observe(
         seen,
         F.count(F.lit(1)).alias("rows"),
         F.coalesce(F.sum("bytes"), F.lit(0)).alias("bytes"),
         *[F.count_if(F.col("reason") == reason).alias(reason) for reason in events.REASONS],
     )
-    result = module.transform(counted.where(F.col("reason").isNull()), spec.options())
-    collected = _collect(spark, result, group, f"{spec.report} over {', '.join(spec.topics)}", progress, cancelled)
+    valid = counted.where(F.col("reason").isNull())
+    if together:
+        result = onepass.transform(valid, reports, partitions)
+    else:
+        result = REPORTS[first.report].transform(valid, first.options(partitions))
+    description = f"{', '.join(reports)} over {', '.join(first.topics)}"
+    collected = _collect(spark, result, group, description, progress, cancelled)
     metrics = seen.get
-    rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in collected])
-    rows.sort(key=_order(getattr(module, "ORDER", module.COLUMNS)))
-    notes = []
-    if spec.approximate and spec.report == "pv_uu":
-        notes.append("UU is approximate (HyperLogLog, about 1% relative error).")
-    if not metrics["rows"]:
-        notes.append(NOTHING)
-    elif not rows:
-        notes.append("No events of this report's kind in the chosen range.")
-    if progress:
-        progress(1.0, "done")
-    return JobResult(
-        rows=rows,
-        summary=summary,
-        input_rows=int(metrics["rows"]),
-        input_bytes=int(metrics["bytes"]),
-        malformed={reason: int(metrics[reason]) for reason in events.REASONS if metrics[reason]},
-        notes=notes,
-    )
+    out = []
+    for spec in specs:
+        module = REPORTS[spec.report]
+        if together:
+            columns = onepass.COLUMNS[spec.report]
+            mine = [{c: r[c] for c in columns} for r in collected if r["report"] == spec.report]
+        else:
+            mine = collected
+        rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in mine])
+        rows.sort(key=_order(getattr(module, "ORDER", module.COLUMNS)))
+        notes = []
+        if spec.approximate and spec.report == "pv_uu":
+            notes.append("UU is approximate (HyperLogLog, about 1% relative error).")
+        if not metrics["rows"]:
+            notes.append(NOTHING)
+        elif not rows:
+            notes.append("No events of this report's kind in the chosen range.")
+        out.append(
+            JobResult(
+                rows=rows,
+                summary=summary,
+                input_rows=int(metrics["rows"]),
+                input_bytes=int(metrics["bytes"]),
+                malformed={reason: int(metrics[reason]) for reason in events.REASONS if metrics[reason]},
+                notes=notes,
+            )
+        )
+    return out
+
+
+def _scaled(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """``progress`` for read ``done`` of ``total``: its fractions as a share of the whole."""
+    if progress is None or total == 1:
+        return progress
+
+    def scaled(fraction: float, stage: str) -> None:
+        progress((done + min(fraction, 0.99)) / total, stage)
+
+    return scaled
 
 
 def run_lag_report(

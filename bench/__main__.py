@@ -10,7 +10,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench import bench_backfill, bench_groups, bench_load, bench_messages, bench_overview, bench_topics, bench_up
+from bench import (
+    bench_analytics,
+    bench_backfill,
+    bench_groups,
+    bench_load,
+    bench_messages,
+    bench_overview,
+    bench_topics,
+    bench_up,
+)
 from bench.bench_up import DATA
 from bench.common import BASE_PORT, REPO, RESULTS, ZOOKEEPER_PORT
 
@@ -22,6 +31,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "group_lag": bench_groups.run,
     "load": bench_load.run,
     "backfill": bench_backfill.run,
+    "analytics": bench_analytics.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).

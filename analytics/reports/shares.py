@@ -1,19 +1,19 @@
-"""Shares per URL and social network per bucket."""
+"""Shares per URL and social network per bucket (with the other reports of one pass:
+analytics.reports.onepass)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from analytics.reports import onepass
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from analytics.reports import Options
 
-COLUMNS = ("bucket_start", "url", "network", "shares")
+COLUMNS = onepass.COLUMNS["shares"]
 
 
 def transform(events: DataFrame, options: Options) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    shares = events.where(F.col("type") == "share")
-    return shares.groupBy("bucket_start", "url", "network").agg(F.count(F.lit(1)).alias("shares"))
+    return onepass.rows_of("shares", onepass.transform(events, ["shares"], options.partitions))

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from analytics.runner import JobCancelled, JobSpec, check_spec, iso, run_report
+from analytics.runner import JobCancelled, JobSpec, check_spec, iso, run_report, run_reports
 from analytics.source import kafka_options
 from broker.config import ClusterConfig, split_servers
 from broker.connection import ClusterConnection
 from broker.demo.web import web_events
 from broker.errors import InvalidInput
-from broker.ranges import get_ranges
+from broker.ranges import TopicRanges, get_ranges
 from tests import analytics_reference as ref
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce_timed, unique
@@ -202,6 +202,47 @@ def test_ctr_over_a_range_counts_clicks_of_earlier_impressions_apart(spark: Any,
     assert {b for b, _, _ in got} <= {iso(BASE + HOUR), iso(BASE + 2 * HOUR)}
     assert result.summary["unmatched_by_campaign"] == unmatched
     assert unmatched["camp-x"] >= 1  # the late click, whose impression fell before the range
+
+
+def test_several_reports_over_one_read_match_plain_python(spark: Any, events_topic: Any) -> None:
+    """PV/UU, CTR and shares share one read and one shuffle (analytics.reports.onepass); keywords reads
+    apart. Over a range, so CTR has unmatched clicks too."""
+    topic, written = events_topic
+    start, end = BASE + HOUR, BASE + 3 * HOUR
+    names = ("ctr", "keywords", "pv_uu", "shares")
+    specs = [JobSpec(name, (topic,), bucket="hour", from_ms=start, to_ms=end) for name in names]
+    ranges = get_ranges(connection(), [topic], start, end)
+    results = dict(
+        zip(names, run_reports(spark, specs, kafka_options(config(), Path("/tmp")), ranges, unique("t")), strict=True)
+    )
+    expected = ref.read(written, start, end)
+    table, unmatched = ref.ctr(expected, "hour")
+    ctr = results["ctr"]
+    assert {
+        (r["bucket_start"], r["campaign_id"], r["ad_id"]): (r["impressions"], r["clicks"]) for r in ctr.rows
+    } == table
+    assert ctr.summary["unmatched_by_campaign"] == unmatched
+    assert unmatched
+    pv = {(r["bucket_start"], r["url"]): (r["pv"], r["uu"]) for r in results["pv_uu"].rows}
+    assert pv == ref.pv_uu(expected, "hour")
+    shares = {(r["bucket_start"], r["url"], r["network"]): r["shares"] for r in results["shares"].rows}
+    assert shares == ref.shares(expected, "hour")
+    keywords = {(r["bucket_start"], r["rank"]): (r["keyword"], r["count"]) for r in results["keywords"].rows}
+    assert keywords == ref.keywords(expected, "hour", 20)
+    for result in results.values():
+        assert result.input_rows == expected.rows_in
+        assert result.malformed == dict(expected.malformed)
+
+
+def test_reports_computed_together_must_share_their_records(spark: Any) -> None:
+    ranges = TopicRanges(partitions=[], first_time_ms=None)
+    kafka = kafka_options(config(), Path("/tmp"))
+    with pytest.raises(InvalidInput, match="same topics, range and bucket"):
+        run_reports(
+            spark, [JobSpec("pv_uu", ("t",), bucket="hour"), JobSpec("ctr", ("t",), bucket="day")], kafka, ranges, "g"
+        )
+    with pytest.raises(InvalidInput, match="not a report over events"):
+        run_reports(spark, [JobSpec("lag", ("t",))], kafka, ranges, "g")
 
 
 def test_a_range_reads_only_its_records(spark: Any, events_topic: Any) -> None:

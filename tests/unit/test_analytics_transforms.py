@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from analytics import events
-from analytics.reports import Options, ctr, keywords, pv_uu, shares
+from analytics.reports import Options, ctr, keywords, onepass, pv_uu, shares
 from tests import analytics_reference as ref
 
 pytestmark = pytest.mark.spark
@@ -122,3 +122,37 @@ def test_shares_count_per_url_and_network(spark: Any) -> None:
         for r in shares.transform(valid(frame(spark, values)), Options()).collect()
     }
     assert got == {("/a", "x"): 2, ("/a", "y"): 1, ("/b", "x"): 1}
+
+
+def test_one_pass_gives_each_report_what_it_gives_alone(spark: Any) -> None:
+    """PV/UU, CTR and shares in one plan (analytics.reports.onepass): the same rows as each alone, with
+    events of every kind mixed, a user on two URLs of one bucket and an impression seen twice."""
+    values = [
+        view(T0, "a", "/x"),
+        view(T0 + 1, "a", "/y"),
+        view(T0 + 2, "b", "/x"),
+        view(T0 + 3_600_000, "a", "/x"),
+        ev(type="impression", ts=T0, impression_id="i1", ad_id="a1", campaign_id="c1", user_id="a", url="/x"),
+        ev(type="impression", ts=T0 + 9, impression_id="i1", ad_id="a1", campaign_id="c1", user_id="a", url="/x"),
+        ev(type="click", ts=T0 + 5, impression_id="i1", ad_id="a1", campaign_id="c1", user_id="a"),
+        ev(type="click", ts=T0 + 6, impression_id="i8", ad_id="a8", campaign_id="c8", user_id="b"),
+        ev(type="share", ts=T0, user_id="a", url="/x", network="n"),
+    ]
+    events_ = valid(frame(spark, values))
+    together = onepass.transform(events_, ["pv_uu", "ctr", "shares"], 3)
+
+    def rows(frame_: Any) -> set[tuple[Any, ...]]:
+        return {tuple(r) for r in frame_.collect()}
+
+    for name, module in (("pv_uu", pv_uu), ("ctr", ctr), ("shares", shares)):
+        assert rows(onepass.rows_of(name, together)) == rows(module.transform(events_, Options())), name
+    got = {(r["bucket_start"], r["url"]): (r["pv"], r["uu"]) for r in onepass.rows_of("pv_uu", together).collect()}
+    assert got == {
+        (T0, "/x"): (2, 2),
+        (T0, "/y"): (1, 1),
+        (T0, None): (3, 2),
+        (T0 + 3_600_000, "/x"): (1, 1),
+        (T0 + 3_600_000, None): (1, 1),
+    }
+    with pytest.raises(ValueError, match="keywords"):
+        onepass.transform(events_, ["pv_uu", "keywords"])
