@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 DECODINGS = ("auto", "text", "json", "hex", "avro")
-INPUT_FORMATS = ("text", "json", "hex", "base64")
+INPUT_FORMATS = ("text", "json", "json-compact", "hex", "base64")
 
 MAX_SCHEMA_BYTES = 1024 * 1024
 MAX_SCHEMA_DEPTH = 200  # nesting levels of types; keeps fastavro's compiled (recursive) reader far from the C stack
@@ -701,6 +701,11 @@ def _input_json(text: str) -> bytes:
         raise InputError("the JSON is nested too deeply") from None
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}") from None
+    return _input_text(text)
+
+
+def _input_json_compact(text: str) -> bytes:
+    _input_json(text)
     # Drop the whitespace between tokens but keep every token as typed: numbers keep their digits,
     # strings their escapes and objects their keys in order (json.dumps(json.loads()) would change them).
     compact = _JSON_TOKEN_OR_SPACE.sub(lambda match: match.group(1) or "", text)
@@ -747,6 +752,7 @@ def _input_text(text: str) -> bytes:
 _ENCODERS: dict[str, Callable[[str], bytes]] = {
     "text": _input_text,
     "json": _input_json,
+    "json-compact": _input_json_compact,
     "hex": _input_hex,
     "base64": _input_base64,
 }
@@ -756,8 +762,10 @@ def encode_input(text: str, fmt: str) -> bytes:
     """Return the bytes of a message key or value typed as ``text`` in format ``fmt``.
 
     * "text": UTF-8.
-    * "json": validated, then compacted (whitespace between tokens dropped; every token kept as typed).
-      NaN and Infinity are refused, as standard JSON has no such values.
+    * "json": validated, then kept byte for byte as typed (UTF-8). NaN and Infinity are refused, as
+      standard JSON has no such values.
+    * "json-compact": validated, then compacted (whitespace between tokens dropped; every token kept as
+      typed).
     * "hex": hex digits; whitespace anywhere between them and a 0x prefix on each group are allowed
       ("0xDEAD beef", "de ad be ef").
     * "base64": standard or URL-safe alphabet; whitespace and missing padding are allowed.

@@ -15,10 +15,10 @@ from typing import Any
 
 import kafka.errors
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
-from kafka.partitioner.default import murmur2
 
 from broker.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
+from broker.partitioners import CHOICES, PARTITIONERS, murmur2_partition, placements
 from broker.topics import PartitionInfo, get_partition, get_topic_partitions
 
 MAX_PAGE = 500
@@ -256,8 +256,8 @@ def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int
 
 
 def partition_for_key(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for a non-null key: murmur2, positive, modulo."""
-    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+    """The partition the Java producer's default partitioner picks for a non-null key (murmur2)."""
+    return murmur2_partition(key, partitions)
 
 
 # ---------------------------------------------------------------- scanning
@@ -399,30 +399,57 @@ def scan(
 
 @dataclass(frozen=True)
 class KeySearch:
-    partition: int
-    partitions: int
+    partitioner: str  # what was asked: one of partitioners.CHOICES
+    partitions: int  # the topic's
+    placements: dict[str, int]  # partitioner name -> the partition it gives the key
+    searched: list[int]  # the partitions read
+    unreadable: list[int]  # partitions that should have been read but have no leader now
     reason: str
     matches: list[Message]
     scanned: int
-    range: ScanRange | None
+    ranges: list[ScanRange]
     stopped: str | None
+
+    @property
+    def partition(self) -> int:
+        """The first partition searched (with one partitioner, the only one)."""
+        return self.searched[0] if self.searched else self.placements["murmur2"]
+
+    @property
+    def found_in(self) -> dict[int, list[str]]:
+        """Partition -> the partitioners that send the key there, for each partition holding a match."""
+        held = sorted({m.partition for m in self.matches})
+        return {p: [name for name, q in self.placements.items() if q == p] for p in held}
 
 
 def find_by_key(
-    conn: ClusterConnection, topic: str, key: bytes, max_scan: int = 200_000, max_matches: int = 100
+    conn: ClusterConnection,
+    topic: str,
+    key: bytes,
+    partitioner: str = "auto",
+    max_scan: int = 200_000,
+    max_matches: int = 100,
 ) -> KeySearch:
-    """The messages whose key is ``key``, scanning only the partition the default partitioner gives it
-    (the newest ``max_scan`` messages of it). Raises TopicNotFound, PartitionUnavailable (that partition
-    cannot be read now: not searched, so not reported empty), ClusterUnavailable."""
+    """The messages whose key is ``key``. ``partitioner``: ``auto`` reads the partitions the Java
+    (murmur2) and librdkafka (CRC32) default partitioners give the key, at most two; ``murmur2`` or
+    ``crc32`` that one's; ``all`` every partition. At most the newest ``max_scan`` messages of each are
+    read. Raises InvalidInput for an unknown partitioner, TopicNotFound, PartitionUnavailable (one
+    partitioner's partition cannot be read now: not searched, so not reported empty),
+    ClusterUnavailable. With several partitions, those without a leader are listed in ``unreadable``."""
+    if partitioner not in CHOICES:
+        raise InvalidInput(f"partitioner must be one of {', '.join(CHOICES)}, not {partitioner!r}.")
     infos = get_topic_partitions(conn, topic)
     count = len(infos)
-    partition = partition_for_key(key, count)
-    _readable(_pick(infos, topic, partition), topic)
-    reason = (
-        f"Kafka's default partitioner sends key {key[:40]!r} to partition {partition} of {count} "
-        f"(murmur2 of the key bytes, modulo {count}); producers using it write this key nowhere else."
-    )
-    ranges = plan_scan(conn, topic, [partition], last=max_scan)
+    placed = placements(key, count)
+    if partitioner == "all":
+        wanted = sorted(info.partition for info in infos)
+    elif partitioner == "auto":
+        wanted = sorted(set(placed.values()))
+    else:
+        wanted = [placed[partitioner]]
+        _readable(_pick(infos, topic, wanted[0]), topic)
+    ranges = plan_scan(conn, topic, wanted, last=max_scan)
+    unreadable = [r.partition for r in ranges if not r.readable]
     seen = ScanProgress()
 
     def remember(progress: ScanProgress) -> None:
@@ -434,21 +461,45 @@ def find_by_key(
             topic,
             ranges,
             lambda m: m.key == key,
-            max_scan=max_scan,
+            max_scan=max_scan * len(wanted),
             max_matches=max_matches,
             on_progress=remember,
             report_every=max_scan,
         )
     )
+    searched = [p for p in wanted if p not in unreadable]
     return KeySearch(
-        partition=partition,
+        partitioner=partitioner,
         partitions=count,
-        reason=reason,
+        placements=placed,
+        searched=searched,
+        unreadable=unreadable,
+        reason=_key_reason(key, partitioner, placed, count),
         matches=matches,
         scanned=seen.scanned,
-        range=next((r for r in ranges if r.readable), None),
+        ranges=[r for r in ranges if r.readable],
         stopped=seen.stopped,
     )
+
+
+def _key_reason(key: bytes, partitioner: str, placed: dict[str, int], count: int) -> str:
+    """Why these partitions were read, in a sentence or two."""
+    shown = repr(key[:40]) + ("..." if len(key) > 40 else "")
+    if partitioner == "all":
+        return f"Every partition of the {count} was read: a producer may choose any partition for key {shown}."
+
+    def says(name: str) -> str:
+        p = PARTITIONERS[name]
+        return f"{p.label} modulo {count} gives partition {placed[name]} ({p.clients})"
+
+    if partitioner != "auto":
+        return f"Key {shown}: {says(partitioner)}; producers with this partitioner write the key nowhere else."
+    if placed["murmur2"] == placed["crc32"]:
+        return (
+            f"Key {shown}: both default partitioners give partition {placed['murmur2']}: {says('murmur2')}, "
+            f"and {says('crc32')}."
+        )
+    return f"Key {shown}: {says('murmur2')}; {says('crc32')}."
 
 
 # ---------------------------------------------------------------- producing

@@ -49,6 +49,7 @@ MAX_PATTERN_LENGTH = 500
 ROOTS = ("key", "value", "headers", "timestamp", "offset", "partition", "size", "topic")
 _SCALAR_ROOTS = frozenset({"timestamp", "offset", "partition", "size", "topic"})
 _WORD_OPERATORS = ("contains", "startswith", "endswith", "matches", "like", "in")
+_STRING_OPERATORS = ("contains", "startswith", "endswith", "matches", "like")
 _SYMBOL_OPERATORS = {"==": "==", "=": "==", "!=": "!=", "<>": "!=", ">": ">", "<": "<", ">=": ">=", "<=": "<="}
 _KEYWORDS = frozenset({"and", "or", "not", "exists", "true", "false", "null", *_WORD_OPERATORS})
 _OPERATOR_LIST = "==, !=, >, <, >=, <=, contains, startswith, endswith, matches, like or in"
@@ -81,6 +82,10 @@ class MessageView:
     value: object  # same kinds as key
     headers: dict[str, object]  # header name -> decoded value (str or bytes or None)
     size: int  # bytes of key+value
+    # The key's and value's text as written (UTF-8), when they are JSON: what string operators on the
+    # whole key or value also look at.
+    key_text: str | None = None
+    value_text: str | None = None
 
 
 class _Missing(enum.Enum):
@@ -268,9 +273,17 @@ class _Compare(_Node):
     path: _Path
     test: Callable[[object], bool]  # False for MISSING and for anything of the wrong type
     negate: bool  # "!=", "not in", "not contains", ...
+    # A string operator on a whole key or value: a JSON object or array is also looked at as the text it
+    # was written as (``value contains "checkout"`` finds the word in any field).
+    on_text: bool = False
 
     def evaluate(self, message: MessageView) -> bool:
-        return self.test(_resolve(self.path, message)) != self.negate
+        value = _resolve(self.path, message)
+        hit = self.test(value)
+        if not hit and self.on_text and isinstance(value, Mapping | list | tuple):
+            text = message.key_text if self.path.root == "key" else message.value_text
+            hit = text is not None and self.test(text)
+        return hit != self.negate
 
 
 # --------------------------------------------------------------------------------------------------
@@ -397,7 +410,8 @@ class _Parser:
         literal = self._literal(f"a value after {shown}")
         if op == "!=":
             op, negate = "==", True
-        return _Compare(path, _build_test(path, op, literal), negate)
+        on_text = path.root in ("key", "value") and not path.steps and op in _STRING_OPERATORS
+        return _Compare(path, _build_test(path, op, literal), negate, on_text)
 
     def _list(self, shown: str) -> list[_Literal]:
         opening = self._peek()
@@ -852,9 +866,11 @@ def describe_syntax() -> str:
             "Fields: key, value, headers, timestamp, offset, partition, size, topic; "
             'paths such as value.user.id, value.items[0].sku, headers.trace-id, headers["trace id"].',
             "Operators: == != > < >= <= contains startswith endswith matches (regex) like (% and _) in (...); "
-            "combine with and, or, not and parentheses; exists value.x tests presence.",
+            "combine with and, or, not and parentheses; exists value.x tests presence; on a whole key or value, "
+            "the string operators read its text as written, JSON included.",
             'Examples: value.status in ("error", "fatal") and offset > 1000',
             '          timestamp >= "2026-11-01T12:30:00Z" and key like "order-%"',
             '          not exists value.user.id or headers["trace id"] startswith "abc"',
+            '          value contains "checkout"',
         ]
     )

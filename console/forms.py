@@ -18,7 +18,13 @@ CLEANUP_POLICIES = [
     ("compact", "compact"),
     ("compact,delete", "compact,delete"),
 ]
-INPUT_FORMATS = [("text", "text"), ("json", "JSON"), ("hex", "hex"), ("base64", "base64")]
+INPUT_FORMATS = [
+    ("text", "text"),
+    ("json", "JSON, as typed"),
+    ("json-compact", "JSON, compacted"),
+    ("hex", "hex"),
+    ("base64", "base64"),
+]
 
 
 def parse_pairs(text: str, what: str) -> dict[str, str]:
@@ -35,6 +41,26 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
             raise forms.ValidationError(f"Line {number}: the {what} is empty.")
         pairs[key.strip()] = value.strip()
     return pairs
+
+
+def parse_headers(text: str, fmt: str) -> list[tuple[str, bytes]]:
+    """``name=value`` lines as Kafka headers, in order and with repeated names kept; values as text
+    (UTF-8, surrounding spaces dropped) or base64 (``fmt``). Raises forms.ValidationError."""
+    headers = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if "=" not in line:
+            raise forms.ValidationError(f"Line {number}: expected name=value, got {line.strip()[:60]!r}.")
+        name, value = line.split("=", 1)
+        if not name.strip():
+            raise forms.ValidationError(f"Line {number}: the header name is empty.")
+        try:
+            raw = encode_input(value.strip(), fmt)
+        except InputError as exc:
+            raise forms.ValidationError(f"Line {number} ({name.strip()}): {exc}.") from None
+        headers.append((name.strip(), raw))
+    return headers
 
 
 class TopicNameField(forms.CharField):
@@ -130,7 +156,10 @@ class ProduceForm(forms.Form):
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "trace-id=abc"}),
-        help_text="one name=value per line (values as text)",
+        help_text="one name=value per line, in order; a name may repeat",
+    )
+    header_format = forms.ChoiceField(
+        choices=[("text", "values as text"), ("base64", "values in base64")], initial="text", required=False
     )
     partition = forms.IntegerField(required=False, min_value=0, help_text="blank: Kafka's default partitioner")
 
@@ -151,7 +180,7 @@ class ProduceForm(forms.Form):
         except InputError as exc:
             self.add_error("value", str(exc))
         try:
-            data["header_list"] = [(k, v.encode()) for k, v in parse_pairs(data.get("headers") or "", "header").items()]
+            data["header_list"] = parse_headers(data.get("headers") or "", data.get("header_format") or "text")
         except forms.ValidationError as exc:
             self.add_error("headers", exc)
         return data

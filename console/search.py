@@ -98,7 +98,14 @@ def message_view(message: Message) -> MessageView:
         value=value.data if value.kind in ("json", "text") else message.value,
         headers={name: _header(raw) for name, raw in message.headers},
         size=message.size,
+        key_text=_written(message.key) if key.kind == "json" else None,
+        value_text=_written(message.value) if value.kind == "json" else None,
     )
+
+
+def _written(raw: bytes | None) -> str | None:
+    """JSON bytes as the text they were written as."""
+    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 def _header(raw: bytes | None) -> object:

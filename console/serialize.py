@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
+
 from broker.decode import wire_value
+from broker.errors import InvalidInput, NotFound
 from broker.messages import Message
 
 
@@ -35,3 +38,19 @@ CSV_COLUMNS = ["partition", "offset", "timestamp", "key_encoding", "key", "value
 def csv_row(m: Message) -> list[Any]:
     data = message_json(m)
     return [data[column] for column in CSV_COLUMNS]
+
+
+def raw_download(m: Message, part: str) -> HttpResponse:
+    """The bytes of a message's ``part`` (``key`` or ``value``) as a file, exactly as Kafka holds them.
+    Raises InvalidInput for another part, NotFound when that part is null (no bytes to give, which an
+    empty file would hide: an empty key or value downloads as an empty file)."""
+    if part not in ("key", "value"):
+        raise InvalidInput(f"download must be key or value, not {part[:20]!r}.")
+    raw = m.key if part == "key" else m.value
+    if raw is None:
+        what = "this message has no key (null)" if part == "key" else "its value is null (a tombstone)"
+        raise NotFound(f"Nothing to download: {what}. Offset {m.offset} of partition {m.partition}.")
+    response = HttpResponse(raw, content_type="application/octet-stream")
+    response["Content-Disposition"] = f'attachment; filename="{m.topic}-{m.partition}-{m.offset}.{part}.bin"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

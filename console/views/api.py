@@ -15,6 +15,7 @@ from broker import groups, messages, topics
 from broker.cluster import get_overview
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
+from broker.partitioners import CHOICES
 from broker.resets import parse_spec
 from console import changes
 from console.access import guard, needs, public
@@ -32,7 +33,7 @@ from console.forms import (
 from console.lag import verdicts
 from console.params import choice_param, int_param, time_param
 from console.search import run_search, search_spec_from
-from console.serialize import message_json
+from console.serialize import message_json, raw_download
 from console.views.topics import records_plan
 
 
@@ -88,7 +89,9 @@ def _form(form_class: Any, request: HttpRequest, defaults: dict[str, str] | None
     # Lists and numbers in JSON arrive as they are; forms want text.
     data = {
         k: (
-            "\n".join(f"{a}={b}" for a, b in v.items())
+            _header_lines(v)
+            if k == "headers" and isinstance(v, list)
+            else "\n".join(f"{a}={b}" for a, b in v.items())
             if isinstance(v, dict)
             else ",".join(str(x) for x in v)
             if isinstance(v, list)
@@ -100,6 +103,24 @@ def _form(form_class: Any, request: HttpRequest, defaults: dict[str, str] | None
     if not form.is_valid():
         raise FormInvalid(form)
     return form
+
+
+def _header_lines(headers: list[Any]) -> str:
+    """Headers given as a JSON list, in order ([name, value] pairs or {"name": ..., "value": ...}), as the
+    form's ``name=value`` lines. Raises InvalidInput."""
+    lines = []
+    for number, item in enumerate(headers, start=1):
+        pair = (item.get("name"), item.get("value")) if isinstance(item, dict) else item
+        if not isinstance(pair, list | tuple) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+            raise InvalidInput(f'headers: item {number} must be ["name", "value"] or {{"name": ..., "value": ...}}.')
+        name, value = pair
+        if "\n" in name or "\r" in name or "\n" in value or "\r" in value or "=" in name:
+            raise InvalidInput(
+                f"headers: item {number} has a line break (or a name with '='): send its value with "
+                '"header_format": "base64".'
+            )
+        lines.append(f"{name}={value}")
+    return "\n".join(lines)
 
 
 class FormInvalid(InvalidInput):
@@ -213,6 +234,9 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
 @api_view
 def message(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> Any:
     found, _ = messages.get_message(get_connection(cluster), topic, partition, offset)
+    download = request.GET.get("download")
+    if download is not None:
+        return raw_download(found, download)
     return message_json(found)
 
 
@@ -227,12 +251,19 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
         key = encode_input(raw, key_format)
     except InputError as exc:
         raise InvalidInput(f"key: {exc}") from None
-    found = messages.find_by_key(get_connection(cluster), topic, key)
+    partitioner = choice_param(request, "partitioner", CHOICES, "auto")
+    found = messages.find_by_key(get_connection(cluster), topic, key, partitioner)
     return {
+        "partitioner": found.partitioner,
         "partition": found.partition,
         "partitions": found.partitions,
+        "placements": found.placements,
+        "searched": found.searched,
+        "unreadable": found.unreadable,
+        "found_in": {str(p): names for p, names in found.found_in.items()},
         "reason": found.reason,
         "scanned": found.scanned,
+        "stopped": found.stopped,
         "messages": [message_json(m) for m in found.matches],
     }
 

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker import messages, topics
 from broker.decode import DECODINGS, SchemaError, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
+from broker.partitioners import CHOICES, PARTITIONERS
 from broker.query import describe_syntax
 from console import changes
 from console.access import needs, perform
@@ -24,7 +25,7 @@ from console.forms import ProduceForm, SchemaForm
 from console.models import TopicSchema
 from console.params import choice_param, int_param, time_param
 from console.search import SearchSpec, run_search, search_spec_from
-from console.serialize import CSV_COLUMNS, csv_row, message_json
+from console.serialize import CSV_COLUMNS, csv_row, message_json, raw_download
 from console.shown import DETAIL_LIMIT, decoding_for, show
 
 
@@ -78,12 +79,8 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
     conn = get_connection(cluster)
     message, info = messages.get_message(conn, topic, partition, offset)
     download = request.GET.get("download")
-    if download in ("key", "value"):
-        raw = (message.key if download == "key" else message.value) or b""
-        response = HttpResponse(raw, content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{topic}-{partition}-{offset}.{download}.bin"'
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
+    if download is not None:
+        return raw_download(message, download)
     decoding = _decoding(request, cluster, topic)
     return render(
         request,
@@ -107,7 +104,15 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     raw_key = request.GET.get("key")
     key_format = choice_param(request, "key_format", ("text", "hex", "base64"), "text")
-    context: dict[str, Any] = {"cluster": cluster, "topic": topic, "key": raw_key or "", "key_format": key_format}
+    partitioner = choice_param(request, "partitioner", CHOICES, "auto")
+    context: dict[str, Any] = {
+        "cluster": cluster,
+        "topic": topic,
+        "key": raw_key or "",
+        "key_format": key_format,
+        "partitioner": partitioner,
+        "partitioners": PARTITIONERS.values(),
+    }
     if raw_key is not None and raw_key != "":
         from broker.decode import InputError, encode_input
 
@@ -115,9 +120,11 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             key = encode_input(raw_key, key_format)
         except InputError as exc:
             raise InvalidInput(f"key: {exc}") from None
-        found = messages.find_by_key(conn, topic, key)
+        found = messages.find_by_key(conn, topic, key, partitioner)
         decoding = _decoding(request, cluster, topic)
         context.update(found=found, shown=[show(cluster, m, decoding) for m in found.matches])
+        if key_format == "text":
+            context["search_query"] = f"key == {json.dumps(raw_key)}"
     else:
         topics.get_topic_partitions(conn, topic)  # 404 for an unknown topic
     return render(request, "messages/find_key.html", context)

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import io
 import json
+import subprocess
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import launcher
 from broker.messages import partition_for_key
+from broker.partitioners import crc32_partition, murmur2_partition
 from console.asgi import application
 from tests.conftest import BOOTSTRAP, logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
@@ -76,6 +78,19 @@ def test_tombstones_binary_keys_and_invalid_utf8_are_told_apart(client: Client) 
     raw = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/1/", {"download": "key"})
     assert raw["Content-Type"] == "application/octet-stream"
     assert raw.content == binary
+    # The API path the README documents downloads the same bytes; null is not an empty file.
+    api = f"/api/clusters/local/topics/{name}/partitions/0/messages/"
+    assert client.get(f"{api}1", {"download": "value"}).content == b"\xff\xfe not utf-8"
+    assert client.get(f"{api}1", {"download": "key"}).content == binary
+    empty = client.get(f"{api}2", {"download": "value"})
+    assert (empty.status_code, empty.content) == (200, b"")
+    no_key = client.get(f"{api}2", {"download": "key"})
+    assert no_key.status_code == 404
+    assert "no key (null)" in no_key.json()["message"]
+    tombstone = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/0/", {"download": "value"})
+    assert tombstone.status_code == 404
+    assert "tombstone" in tombstone.content.decode()
+    assert client.get(f"{api}0", {"download": "headers"}).status_code == 400
 
 
 def test_hostile_payloads_are_rendered_as_inert_text(client: Client) -> None:
@@ -158,16 +173,56 @@ def test_find_by_key_scans_only_the_keys_partition(client: Client) -> None:
     target = b"user-4"
     expected_partition = partition_for_key(target, 6)
     assert {p for (p, _), i in zip(written, range(90), strict=True) if i % 9 == 4} == {expected_partition}
-    body = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": "user-4"}).json()
+    body = client.get(
+        f"/api/clusters/local/topics/{name}/find-key/", {"key": "user-4", "partitioner": "murmur2"}
+    ).json()
     assert body["partition"] == expected_partition
     assert [m["value"] for m in body["messages"]] == [f"v{i}" for i in range(4, 90, 9)]
     assert body["scanned"] == sum(1 for p, _ in written if p == expected_partition)
-    html = client.get(f"/clusters/local/topics/{name}/find-key/", {"key": "user-4"}).content.decode()
+    page = client.get(f"/clusters/local/topics/{name}/find-key/", {"key": "user-4", "partitioner": "murmur2"})
+    html = page.content.decode()
     assert f"Searched partition {expected_partition} only." in html
     hexed = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": target.hex(), "key_format": "hex"})
     assert hexed.json()["partition"] == expected_partition
     bad = client.get(f"/api/clusters/local/topics/{name}/find-key/", {"key": "zz", "key_format": "hex"})
     assert bad.status_code == 400
+
+
+def test_find_by_key_finds_keys_placed_by_librdkafka_and_by_java_clients(client: Client) -> None:
+    """kcat (librdkafka: CRC32 by default) and kafka-python (murmur2, as Java) write keys into one topic:
+    ``auto`` finds every key and says which partitioner placed it; murmur2 alone misses librdkafka's."""
+    name = create_topic(unique("mkeys"), partitions=6)
+    rd_keys = [f"rd-{i}" for i in range(24)]
+    lines = "".join(f"{k}:from-kcat-{k}\n" for k in rd_keys)
+    subprocess.run(
+        ["kcat", "-P", "-b", BOOTSTRAP, "-t", name, "-K:", "-X", "socket.timeout.ms=10000"],
+        input=lines.encode(),
+        check=True,
+        timeout=60,
+    )
+    java_keys = [f"java-{i}" for i in range(24)]
+    produce(name, [(k.encode(), f"from-java-{k}".encode()) for k in java_keys])
+    written = {k: f"from-kcat-{k}" for k in rd_keys} | {k: f"from-java-{k}" for k in java_keys}
+    api = f"/api/clusters/local/topics/{name}/find-key/"
+    for key, partitioner in [(k, "crc32") for k in rd_keys] + [(k, "murmur2") for k in java_keys]:
+        body = client.get(api, {"key": key}).json()
+        expected = (crc32_partition if partitioner == "crc32" else murmur2_partition)(key.encode(), 6)
+        assert [(m["partition"], m["value"]) for m in body["messages"]] == [(expected, written[key])]
+        assert partitioner in body["found_in"][str(expected)]
+        assert body["searched"] == sorted(set(body["placements"].values()))
+        assert len(body["searched"]) <= 2
+    apart = next(k for k in rd_keys if crc32_partition(k.encode(), 6) != murmur2_partition(k.encode(), 6))
+    only_java = client.get(api, {"key": apart, "partitioner": "murmur2"}).json()
+    assert only_java["messages"] == []
+    assert only_java["searched"] == [murmur2_partition(apart.encode(), 6)]
+    everywhere = client.get(api, {"key": apart, "partitioner": "all"}).json()
+    assert everywhere["searched"] == list(range(6))
+    assert [m["value"] for m in everywhere["messages"]] == [f"from-kcat-{apart}"]
+    assert client.get(api, {"key": apart, "partitioner": "fnv"}).status_code == 400
+    html = client.get(f"/clusters/local/topics/{name}/find-key/", {"key": apart}).content.decode()
+    assert "Searched partitions " in html
+    assert f"Found in partition {crc32_partition(apart.encode(), 6)}: where crc32 puts it." in html
+    assert "key-full-search" in html
 
 
 def test_search_filters_decoded_fields_and_downloads(client: Client) -> None:
@@ -184,6 +239,12 @@ def test_search_filters_decoded_fields_and_downloads(client: Client) -> None:
     ).json()
     assert sorted(json.loads(m["value"])["n"] for m in body["messages"]) == [8, 12, 16, 20, 24, 28, 32, 36]
     assert body["scanned"] == 40
+    # A string operator on the whole value reads its text as written: every value contains "status",
+    # a field name, and the errors' text contains "error".
+    whole = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": 'value contains "error"'}).json()
+    assert sorted(json.loads(m["value"])["n"] for m in whole["messages"]) == list(range(0, 40, 4))
+    spaced = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": 'value contains "\\"n\\": 3"'}).json()
+    assert sorted(json.loads(m["value"])["n"] for m in spaced["messages"]) == [3, *range(30, 40)]
     limited = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": "", "max_scan": 10}).json()
     assert (limited["scanned"], limited["stopped"]) == (10, "limit")
     bad = client.get(f"/api/clusters/local/topics/{name}/search/", {"q": "value.status =="})
@@ -220,7 +281,7 @@ def test_produce_from_the_form_and_the_api(client: Client) -> None:
     html = response.content.decode()
     assert "Written to partition <strong>2</strong> at offset <strong>0</strong>" in html
     stored = page(client, name, 2)["messages"][0]
-    assert (stored["key"], stored["value"], stored["headers"][0]["value"]) == ("abc", '{"a":1}', "t-1")
+    assert (stored["key"], stored["value"], stored["headers"][0]["value"]) == ("abc", '{"a": 1}', "t-1")
     api = client.post(
         f"/api/clusters/local/topics/{name}/produce/",
         {"key": "00ff", "key_format": "hex", "value_format": "null"},
@@ -243,6 +304,43 @@ def test_produce_from_the_form_and_the_api(client: Client) -> None:
         content_type="application/json",
     )
     assert nowhere.status_code == 404
+
+
+def test_produce_keeps_repeated_headers_in_order_and_json_as_typed(client: Client) -> None:
+    """Read back with a plain kafka-python consumer, not through the console: the bytes Kafka holds."""
+    name = create_topic(unique("mexact"), partitions=1)
+    spaced = '{ "a" :  1.50,\n  "b": [1, 2] }'
+    form = client.post(
+        f"/clusters/local/topics/{name}/produce/",
+        {"key_format": "none", "value": spaced, "value_format": "json", "headers": "dup=1\ndup=2\nother=x\ndup=3"},
+    )
+    assert form.status_code == 200
+    api = f"/api/clusters/local/topics/{name}/produce/"
+    binary = [["dup", "AP8="], ["dup", "Mg=="], {"name": "z", "value": ""}]
+    sent = client.post(
+        api,
+        {"value": spaced, "value_format": "json-compact", "headers": binary, "header_format": "base64"},
+        content_type="application/json",
+    )
+    assert sent.status_code == 201
+    bad = client.post(api, {"value": "v", "headers": [["a", "line\nbreak"]]}, content_type="application/json")
+    assert bad.status_code == 400
+    assert "base64" in bad.json()["message"]
+    not_b64 = client.post(
+        api, {"value": "v", "headers": [["a", "%%%"]], "header_format": "base64"}, content_type="application/json"
+    )
+    assert not_b64.status_code == 400
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), consumer_timeout_ms=10_000)
+    try:
+        consumer.assign([TopicPartition(name, 0)])
+        consumer.seek_to_beginning()
+        records = [next(consumer), next(consumer)]
+    finally:
+        consumer.close()
+    assert records[0].value == spaced.encode()
+    assert records[0].headers == [("dup", b"1"), ("dup", b"2"), ("other", b"x"), ("dup", b"3")]
+    assert records[1].value == b'{"a":1.50,"b":[1,2]}'
+    assert records[1].headers == [("dup", b"\x00\xff"), ("dup", b"2"), ("z", b"")]
 
 
 def test_avro_values_decode_with_an_uploaded_schema(client: Client) -> None:

@@ -270,10 +270,14 @@ def test_it_encodes_text_input_as_utf8() -> None:
         encode_input("a\ud800", "text")
 
 
-def test_it_compacts_json_input_keeping_every_token_as_typed() -> None:
+def test_it_compacts_json_input_on_request_keeping_every_token_as_typed() -> None:
     typed = '{ "a b" : 1.50,\n  "e": 1e5, "s": "x \\" y\\u00e9", "n": [ 1 , null ],\t"z": "Zoë" }'
-    assert encode_input(typed, "json") == '{"a b":1.50,"e":1e5,"s":"x \\" y\\u00e9","n":[1,null],"z":"Zoë"}'.encode()
-    assert encode_input(" 42 ", "json") == b"42"
+    compact = '{"a b":1.50,"e":1e5,"s":"x \\" y\\u00e9","n":[1,null],"z":"Zoë"}'
+    assert encode_input(typed, "json-compact") == compact.encode()
+    assert encode_input(" 42 ", "json-compact") == b"42"
+    # Plain "json" validates and keeps the bytes as typed, whitespace and all.
+    assert encode_input(typed, "json") == typed.encode()
+    assert encode_input(" 42 ", "json") == b" 42 "
 
 
 @pytest.mark.parametrize(
@@ -286,9 +290,10 @@ def test_it_compacts_json_input_keeping_every_token_as_typed() -> None:
     ],
 )
 def test_it_refuses_invalid_json_input_naming_the_position(typed: str, message: str) -> None:
-    with pytest.raises(InputError) as caught:
-        encode_input(typed, "json")
-    assert str(caught.value) == message
+    for fmt in ("json", "json-compact"):
+        with pytest.raises(InputError) as caught:
+            encode_input(typed, fmt)
+        assert str(caught.value) == message
 
 
 @pytest.mark.parametrize(

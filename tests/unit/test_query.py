@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
@@ -769,3 +770,34 @@ def test_a_pattern_that_backtracks_forever_gives_up_on_that_message_and_counts_i
     hopeless = 'value matches "(x+x+)+y"'
     assert matches(hopeless, value="x" * 5000) is False
     assert matches(hopeless, value="xxy") is True
+
+
+# --- string operators on a whole JSON key or value
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('value contains "checkout"', True),  # a field's value, found in the text as written
+        ('value contains "page"', True),  # a field name: the object's key, as before
+        ('value contains "nowhere"', False),
+        ('not value contains "checkout"', False),
+        ('value startswith "{\\"page\\""', True),
+        ('value endswith "}"', True),
+        ('value matches "check[a-z]+"', True),
+        ('value like "%/checkout/%"', True),
+        ('key contains "42"', True),
+        ('value.page contains "checkout"', True),
+        ('value.user contains "checkout"', False),  # a field is not the whole value
+    ],
+)
+def test_string_operators_read_a_whole_json_value_as_written(source: str, expected: bool) -> None:
+    written = '{"page": "/shop/checkout/pay", "user": {"id": 7}}'
+    view = message(key={"id": 42}, key_text='{"id": 42}', value=json.loads(written), value_text=written)
+    assert parse_query(source).matches(view) is expected
+
+
+def test_without_its_text_a_json_value_keeps_the_old_meaning() -> None:
+    view = message(value={"page": "/checkout"})
+    assert parse_query('value contains "page"').matches(view)
+    assert not parse_query('value contains "checkout"').matches(view)
