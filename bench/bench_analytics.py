@@ -9,6 +9,8 @@ BENCH_ANALYTICS_EVENTS), in one run:
   the session the jobs use): the ceiling of this path, since every report reads that way;
 - **read**: Spark reads every record's value through the same source and adds up their sizes: the
   least a report does (a bare count never turns a record into a row with its value, so it is faster);
+- **parse**: Spark reads and parses every record as the jobs do and counts the events (no report):
+  with **read**, where a job's time goes (reading, parsing, the rest is aggregating and collecting);
 - **job**: PV/UU and CTR together over the topic by hour, through the real job path
   (``analytics.runner.run_reports``: one read, exact distinct counts);
 - **separately**: the same two reports one job each (``run_report``, what the console runs);
@@ -249,6 +251,18 @@ def spark_read(spark: Any, kafka: dict[str, str], ranges: TopicRanges) -> int:
     return int(row[0] or 0) if row else 0
 
 
+def spark_parse(spark: Any, kafka: dict[str, str], ranges: TopicRanges) -> int:
+    """The valid events of ``ranges``, each record read and parsed as the jobs parse it (no report)."""
+    from pyspark.sql import functions as F
+
+    from analytics import events
+    from analytics.source import read_range
+
+    spark.sparkContext.setJobGroup(f"bench-parse-{uuid.uuid4().hex[:8]}", "parse", interruptOnCancel=True)
+    parsed = events.parse(read_range(spark, kafka, ranges, None, None), BUCKET, ())
+    return int(parsed.where(F.col("reason").isNull()).count())
+
+
 def job(spark: Any, topic: str, kafka: dict[str, str], ranges: TopicRanges) -> list[Any]:
     """PV/UU and CTR by hour over ``topic`` in one job (analytics.runner.run_reports)."""
     from analytics.runner import JobSpec, run_reports
@@ -304,6 +318,7 @@ def one_size(
             _, warm["job_s"] = timed(lambda: job(spark, topic, kafka, ranges))
         counted, count_s = timed(lambda: spark_count(spark, kafka, ranges))
         _, read_s = timed(lambda: spark_read(spark, kafka, ranges))
+        _, parse_s = timed(lambda: spark_parse(spark, kafka, ranges))
         results, job_s = timed(lambda: job(spark, topic, kafka, ranges))
         _, pv_uu_s = timed(lambda: separately(spark, topic, kafka, ranges, "pv_uu"))
         _, ctr_s = timed(lambda: separately(spark, topic, kafka, ranges, "ctr"))
@@ -323,6 +338,14 @@ def one_size(
         "count_events_per_s": rate(records, count_s),
         "read_s": round(read_s, 2),
         "read_events_per_s": rate(records, read_s),
+        "parse_s": round(parse_s, 2),
+        "parse_events_per_s": rate(records, parse_s),
+        # Where the job's time goes: reading the records, parsing them, and the rest (aggregating, collecting).
+        "job_time_shares": {
+            "read": round(read_s / job_s, 2),
+            "parse": round(max(0.0, parse_s - read_s) / job_s, 2),
+            "aggregate_and_collect": round(max(0.0, job_s - parse_s) / job_s, 2),
+        },
         "job_s": round(job_s, 2),
         "job_events_per_s": rate(records, job_s),
         "pv_uu_alone_s": round(pv_uu_s, 2),
