@@ -26,6 +26,7 @@ import base64
 import binascii
 import io
 import json
+import math
 import re
 import uuid
 from collections.abc import Callable
@@ -85,7 +86,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 # Inside pretty JSON (already escaped by json for C0 controls): what else to write as \uXXXX.
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_JSON_CONTAINER_START = re.compile(r"[ \t\n\r]*[\[{]")
+# What JSON can start with: an object, an array, a string, a number, true, false or null.
+_JSON_START = re.compile(r'[ \t\n\r]*(?:[\[{"\-0-9]|true|false|null)')
 
 _CONTROL_CODES = [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)]
 _BIDI_CODES = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
@@ -594,11 +596,16 @@ def _auto(raw: bytes, schema: AvroSchema | None, limit: int) -> Decoded:
     except UnicodeDecodeError:
         text = None
     if text is not None:
-        if _JSON_CONTAINER_START.match(text):
+        # A byte-order mark before JSON is allowed (some Windows tools write one); JSON scalars are JSON.
+        body = text[1:] if text.startswith("\ufeff") else text
+        if _JSON_START.match(body):
             try:
-                return _as_json(raw, json.loads(text), limit)
-            except (ValueError, RecursionError):
+                value = json.loads(body, parse_constant=_reject_constant)
+            except (ValueError, RecursionError, InputError):
                 pass  # not JSON after all: maybe text
+            else:
+                if not (isinstance(value, float) and not math.isfinite(value)):  # 1e999 is no JSON number
+                    return _as_json(raw, value, limit)
         if _CONTROL.search(text) is None:
             return _as_text(raw, text, limit)
     if schema is not None and len(raw) >= CONFLUENT_HEADER and raw[0] == CONFLUENT_MAGIC:
@@ -615,7 +622,8 @@ def decode(raw: bytes | None, decoding: str = "auto", schema: AvroSchema | None 
     ``None`` gives kind "null" (a tombstone, or no key) and b"" kind "empty", whatever the decoding; their
     ``decoding`` is the one requested, "auto" included. Otherwise:
 
-    * "auto": a JSON object or array -> "json"; UTF-8 without control characters (tab, LF and CR allowed)
+    * "auto": JSON (any value, scalars included; a leading byte-order mark allowed) -> "json"; UTF-8
+      without control characters (tab, LF and CR allowed)
       -> "text"; Confluent-framed bytes (0x00 + 4-byte schema id) that read with ``schema`` -> "avro";
       anything else -> "binary". Auto mode never sets ``error``.
     * "text": the UTF-8 text, or error 'not valid UTF-8 at byte N' (N counted from 0, like the dump).
@@ -659,7 +667,7 @@ def decode(raw: bytes | None, decoding: str = "auto", schema: AvroSchema | None 
     if decoding == "text":
         return _as_text(raw, text, limit)
     try:
-        return _as_json(raw, json.loads(text), limit)
+        return _as_json(raw, json.loads(text[1:] if text.startswith("\ufeff") else text), limit)
     except (ValueError, RecursionError) as exc:
         return _binary(raw, limit, _json_error(exc))
 

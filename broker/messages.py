@@ -416,6 +416,12 @@ class KeySearch:
         return self.searched[0] if self.searched else self.placements["murmur2"]
 
     @property
+    def spans(self) -> list[tuple[int, ScanRange | None]]:
+        """Each partition searched with the offsets read, None when it held nothing to read."""
+        by_partition = {r.partition: r for r in self.ranges}
+        return [(p, by_partition.get(p)) for p in self.searched]
+
+    @property
     def found_in(self) -> dict[int, list[str]]:
         """Partition -> the partitioners that send the key there, for each partition holding a match."""
         held = sorted({m.partition for m in self.matches})
@@ -484,7 +490,12 @@ def find_by_key(
 
 def _key_reason(key: bytes, partitioner: str, placed: dict[str, int], count: int) -> str:
     """Why these partitions were read, in a sentence or two."""
-    shown = repr(key[:40]) + ("..." if len(key) > 40 else "")
+    try:
+        text = key[:40].decode("utf-8")
+        shown = repr(text) if text.isprintable() else key[:40].hex(" ")
+    except UnicodeDecodeError:
+        shown = key[:40].hex(" ")
+    shown += "..." if len(key) > 40 else ""
     if partitioner == "all":
         return f"Every partition of the {count} was read: a producer may choose any partition for key {shown}."
 

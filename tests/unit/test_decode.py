@@ -84,11 +84,35 @@ def test_it_pretty_prints_a_json_array_in_auto_mode() -> None:
     assert (result.kind, result.text, result.data) == ("json", "[]", [])
 
 
-@pytest.mark.parametrize("raw", [b"42", b'"x"', b"true", b"null", b"{not json", b"[1, 2"])
-def test_it_shows_bare_json_scalars_and_broken_json_as_text_in_auto_mode(raw: bytes) -> None:
+@pytest.mark.parametrize(
+    ("raw", "data", "shown"),
+    [
+        (b"42", 42, "42"),
+        (b' "x" ', "x", '"x"'),
+        (b"true", True, "true"),
+        (b"null", None, "null"),
+        (b"-1.5e3", -1500.0, "-1500.0"),
+        ('\ufeff{"a": 1}'.encode(), {"a": 1}, '{\n  "a": 1\n}'),
+        ("\ufeff[2]".encode(), [2], "[\n  2\n]"),
+    ],
+)
+def test_it_shows_json_scalars_and_json_after_a_byte_order_mark_as_json_in_auto_mode(
+    raw: bytes, data: object, shown: str
+) -> None:
+    result = decode(raw)
+    assert (result.kind, result.decoding, result.error) == ("json", "json", None)
+    assert (result.data, result.text) == (data, shown)
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2", b"NaN", b"1e999", b"-", b"nullish", b"42 apples"])
+def test_it_shows_broken_json_and_what_only_looks_like_it_as_text_in_auto_mode(raw: bytes) -> None:
     result = decode(raw)
     assert (result.kind, result.decoding, result.error) == ("text", "text", None)
     assert result.text == result.data == raw.decode()
+
+
+def test_it_reads_json_after_a_byte_order_mark_when_asked_for_json() -> None:
+    assert decode('\ufeff{"a": 1}'.encode(), "json").data == {"a": 1}
 
 
 def test_it_shows_printable_unicode_as_text_in_auto_mode() -> None:
