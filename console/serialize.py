@@ -6,13 +6,23 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from broker.decode import wire_value
+from broker.decode import decode, wire_value
 from broker.errors import InvalidInput, NotFound
 from broker.messages import Message
+from console.shown import Decoding
 
 
-def message_json(m: Message) -> dict[str, Any]:
+def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]:
+    """A message for the API. With the topic's ``decoding``, also ``key_kind`` and ``value_kind``: what
+    the pages label it under auto (json, text, avro, binary, empty or null), whatever the transport
+    ``*_encoding`` (text with a NUL byte is UTF-8 on the wire but binary to read)."""
     key, value = wire_value(m.key), wire_value(m.value)
+    kinds = {}
+    if decoding is not None:
+        kinds = {
+            "key_kind": decode(m.key, "auto", decoding.key_schema, limit=0).kind,
+            "value_kind": decode(m.value, "auto", decoding.value_schema, limit=0).kind,
+        }
     return {
         "partition": m.partition,
         "offset": m.offset,
@@ -24,6 +34,7 @@ def message_json(m: Message) -> dict[str, Any]:
         "value_encoding": value["encoding"],
         "headers": [_header(name, raw) for name, raw in m.headers],
         "size": m.size,
+        **kinds,
     }
 
 

@@ -34,6 +34,7 @@ from console.lag import verdicts
 from console.params import choice_param, int_param, time_param
 from console.search import run_search, search_spec_from
 from console.serialize import message_json, raw_download
+from console.shown import decoding_for
 from console.views.topics import records_plan
 
 
@@ -215,6 +216,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         timestamp_ms=time_param(request, "timestamp"),
         from_end=request.GET.get("last") == "1",
     )
+    decoding = decoding_for(cluster, topic)  # the topic's schemas, for each message's kind
     return {
         "topic": topic,
         "partition": partition,
@@ -226,7 +228,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         "complete": page.complete,
         "next_offset": page.next_offset,
         "prev_offset": page.prev_offset,
-        "messages": [message_json(m) for m in page.messages],
+        "messages": [message_json(m, decoding) for m in page.messages],
     }
 
 
@@ -237,7 +239,7 @@ def message(request: HttpRequest, cluster: str, topic: str, partition: int, offs
     download = request.GET.get("download")
     if download is not None:
         return raw_download(found, download)
-    return message_json(found)
+    return message_json(found, decoding_for(cluster, topic))
 
 
 @require_GET
@@ -253,6 +255,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
         raise InvalidInput(f"key: {exc}") from None
     partitioner = choice_param(request, "partitioner", CHOICES, "auto")
     found = messages.find_by_key(get_connection(cluster), topic, key, partitioner)
+    decoding = decoding_for(cluster, topic)
     return {
         "partitioner": found.partitioner,
         "partition": found.partition,
@@ -264,7 +267,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
         "reason": found.reason,
         "scanned": found.scanned,
         "stopped": found.stopped,
-        "messages": [message_json(m) for m in found.matches],
+        "messages": [message_json(m, decoding) for m in found.matches],
     }
 
 
@@ -273,6 +276,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
 def search(request: HttpRequest, cluster: str, topic: str) -> Any:
     spec = search_spec_from(request.GET)
     result = run_search(get_connection(cluster), cluster, topic, spec)
+    decoding = decoding_for(cluster, topic)
     return {
         "query": spec.query,
         "scanned": result.progress.scanned,
@@ -280,7 +284,7 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
         "stopped": result.progress.stopped,
         "unreadable_partitions": result.progress.unreadable,
         "cut": result.cut,
-        "messages": [message_json(s.message) for s in result.shown],
+        "messages": [message_json(s.message, decoding) for s in result.shown],
     }
 
 

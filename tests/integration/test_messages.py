@@ -68,6 +68,13 @@ def test_tombstones_binary_keys_and_invalid_utf8_are_told_apart(client: Client) 
     assert m[1]["value_encoding"] == "base64"
     assert (m[2]["key"], m[2]["value"], m[2]["value_encoding"]) == (None, "", "utf-8")
     assert m[3]["value"] == "zoë ✓"
+    # What the pages call each key and value, the API says too.
+    assert [(x["key_kind"], x["value_kind"]) for x in m] == [
+        ("text", "null"),
+        ("binary", "binary"),
+        ("null", "empty"),
+        ("text", "text"),
+    ]
     html = client.get(f"/clusters/local/topics/{name}/partitions/0/").content.decode()
     assert "null (tombstone)" in html
     assert "binary · 256 B" in html
@@ -91,6 +98,18 @@ def test_tombstones_binary_keys_and_invalid_utf8_are_told_apart(client: Client) 
     assert tombstone.status_code == 404
     assert "tombstone" in tombstone.content.decode()
     assert client.get(f"{api}0", {"download": "headers"}).status_code == 400
+
+
+def test_the_page_and_the_api_label_a_value_alike(client: Client) -> None:
+    name = create_topic(unique("mlabel"), partitions=1)
+    values = [b"abc\x00def", b"42", '\ufeff{"a": 1}'.encode(), b"plain words"]
+    produce(name, [(None, v) for v in values], partition=0)
+    kinds = [m["value_kind"] for m in page(client, name)["messages"]]
+    assert kinds == ["binary", "json", "json", "text"]
+    assert client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/0").json()["value_encoding"] == "utf-8"
+    for offset, kind in enumerate(kinds):
+        html = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/{offset}/").content.decode()
+        assert f"{kind} · {len(values[offset])} B" in html, (offset, kind)
 
 
 def test_hostile_payloads_are_rendered_as_inert_text(client: Client) -> None:
