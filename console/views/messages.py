@@ -6,10 +6,12 @@ import csv
 import io
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages as flash
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from broker import messages, topics
@@ -120,6 +122,10 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             key = encode_input(raw_key, key_format)
         except InputError as exc:
             raise InvalidInput(f"key: {exc}") from None
+        if partitioner == "all" and key_format == "text" and raw_key.strip()[:1] not in ("{", "["):
+            # Every partition: the search page reads them with progress and can be stopped.
+            query = urlencode({"q": f"key == {json.dumps(raw_key)}", "start": "1"})
+            return redirect(f"{reverse('topic-search', kwargs={'cluster': cluster, 'topic': topic})}?{query}")
         found = messages.find_by_key(conn, topic, key, partitioner)
         decoding = _decoding(request, cluster, topic)
         context.update(found=found, shown=[show(cluster, m, decoding) for m in found.matches])

@@ -34,5 +34,12 @@
 
   // Search: the stop button is useful only while a search runs.
   document.addEventListener("htmx:wsOpen", function () { setLive(true); });
+  // A pasted or redirected search link with start=1 (find by key over every partition) starts at once.
+  document.addEventListener("htmx:wsOpen", function () {
+    var form = document.querySelector("form[data-autostart]");
+    if (!form) return;
+    form.removeAttribute("data-autostart");
+    form.requestSubmit();
+  });
   document.addEventListener("htmx:wsClose", function () { setLive(false); });
 })();

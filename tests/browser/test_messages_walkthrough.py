@@ -78,6 +78,15 @@ def test_topic_list_to_message_to_find_by_key_to_live_tail(console_url: str, pag
     assert page.locator("#key-results tbody tr").count() == len([i for i in range(150) if i % 7 == 3])
     page.screenshot(path=str(artifacts / "find-by-key.png"), full_page=True)
 
+    # Every partition: the search page reads them all, with progress, started at once.
+    page.select_option("#find-partitioner", "all")
+    page.press("#find-key", "Enter")
+    page.wait_for_url("**/search/?*")
+    assert page.locator("#search-q").input_value() == 'key == "user-3"'
+    page.locator("#search-state:has-text('done')").wait_for(timeout=20_000)
+    assert page.locator("#search-results tr").count() == len([i for i in range(150) if i % 7 == 3])
+    page.screenshot(path=str(artifacts / "find-by-key-everywhere.png"), full_page=True)
+
     # Live tail: a message produced now appears without a reload.
     page.click("text=Live tail")
     page.locator("#tail-status:has-text('Waiting for new messages')").wait_for(timeout=15_000)
