@@ -18,7 +18,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
 from broker.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
-from broker.partitioners import CHOICES, PARTITIONERS, murmur2_partition, placements
+from broker.partitioners import CHOICES, PARTITIONERS, placements
 from broker.topics import PartitionInfo, get_partition, get_topic_partitions
 
 MAX_PAGE = 500
@@ -253,11 +253,6 @@ def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int
             "(removed by compaction, or a transaction marker)."
         )
     return messages[0], info
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """The partition the Java producer's default partitioner picks for a non-null key (murmur2)."""
-    return murmur2_partition(key, partitions)
 
 
 # ---------------------------------------------------------------- scanning

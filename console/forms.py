@@ -27,39 +27,37 @@ INPUT_FORMATS = [
 ]
 
 
-def parse_pairs(text: str, what: str) -> dict[str, str]:
-    """``key=value`` lines (blank lines and # comments skipped) as a dict; raises forms.ValidationError."""
-    pairs: dict[str, str] = {}
+def pair_lines(text: str, what: str) -> list[tuple[int, str, str]]:
+    """``name=value`` lines (blank lines and # comments skipped) as (line number, name, value), in order,
+    both stripped; raises forms.ValidationError naming the line."""
+    pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         if "=" not in line:
             raise forms.ValidationError(f"Line {number}: expected {what}=value, got {line[:60]!r}.")
-        key, value = line.split("=", 1)
-        if not key.strip():
+        name, value = line.split("=", 1)
+        if not name.strip():
             raise forms.ValidationError(f"Line {number}: the {what} is empty.")
-        pairs[key.strip()] = value.strip()
+        pairs.append((number, name.strip(), value.strip()))
     return pairs
+
+
+def parse_pairs(text: str, what: str) -> dict[str, str]:
+    """``key=value`` lines as a dict (a repeated key: its last value); raises forms.ValidationError."""
+    return {name: value for _, name, value in pair_lines(text, what)}
 
 
 def parse_headers(text: str, fmt: str) -> list[tuple[str, bytes]]:
     """``name=value`` lines as Kafka headers, in order and with repeated names kept; values as text
-    (UTF-8, surrounding spaces dropped) or base64 (``fmt``). Raises forms.ValidationError."""
+    (UTF-8) or base64 (``fmt``). Raises forms.ValidationError."""
     headers = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if "=" not in line:
-            raise forms.ValidationError(f"Line {number}: expected name=value, got {line.strip()[:60]!r}.")
-        name, value = line.split("=", 1)
-        if not name.strip():
-            raise forms.ValidationError(f"Line {number}: the header name is empty.")
+    for number, name, value in pair_lines(text, "header"):
         try:
-            raw = encode_input(value.strip(), fmt)
+            headers.append((name, encode_input(value, fmt)))
         except InputError as exc:
-            raise forms.ValidationError(f"Line {number} ({name.strip()}): {exc}.") from None
-        headers.append((name.strip(), raw))
+            raise forms.ValidationError(f"Line {number} ({name}): {exc}.") from None
     return headers
 
 

@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from broker.decode import decode, wire_value
 from broker.errors import InvalidInput, NotFound
 from broker.messages import Message
-from console.shown import Decoding
+from console.shown import Decoding, ShownMessage
 
 
 def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]:
@@ -44,6 +44,12 @@ def _header(name: str, raw: bytes | None) -> dict[str, Any]:
 
 
 CSV_COLUMNS = ["partition", "offset", "timestamp", "key_encoding", "key", "value_encoding", "value"]
+
+
+def shown_json(shown: ShownMessage) -> dict[str, Any]:
+    """A message decoded under auto for a page (console.shown.show) for the API: message_json with the
+    kinds the page already found."""
+    return {**message_json(shown.message), "key_kind": shown.key.kind, "value_kind": shown.value.kind}
 
 
 def csv_row(m: Message) -> list[Any]:

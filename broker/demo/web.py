@@ -38,7 +38,7 @@ from kafka.admin import NewTopic
 
 from broker.demo.batches import BatchProducer, encode_batches, key_field, topic_leaders
 from broker.errors import ClusterUnavailable, KafkaRefused, KazamiError
-from broker.messages import partition_for_key
+from broker.partitioners import murmur2_partition
 from broker.topics import settled_everywhere
 
 # Shares of page views, and of sessions.
@@ -391,13 +391,13 @@ class _Router:
 
     def mine(self, key: bytes) -> bool:
         """Whether ``key``'s user belongs to this worker (pass as WebTraffic's ``users_where``)."""
-        partition = self._of[key] = partition_for_key(key, self.partitions)
+        partition = self._of[key] = murmur2_partition(key, self.partitions)
         return partition % self._workers == self._worker
 
     def attach(self, keys: list[bytes]) -> None:
         """Learn the keys by user number (WebTraffic.keys)."""
         of, partitions = self._of, self.partitions
-        self._route = [of[k] if k in of else partition_for_key(k, partitions) for k in keys]
+        self._route = [of[k] if k in of else murmur2_partition(k, partitions) for k in keys]
         self._key_fields = [key_field(k) for k in keys]
 
     def batches(self, events: list[tuple[int, int, bytes]]) -> dict[int, list[bytes]]:

@@ -33,7 +33,7 @@ from console.forms import (
 from console.lag import verdicts
 from console.params import choice_param, int_param, time_param
 from console.search import run_search, search_spec_from
-from console.serialize import message_json, raw_download
+from console.serialize import message_json, raw_download, shown_json
 from console.shown import decoding_for
 from console.views.topics import records_plan
 
@@ -276,7 +276,6 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
 def search(request: HttpRequest, cluster: str, topic: str) -> Any:
     spec = search_spec_from(request.GET)
     result = run_search(get_connection(cluster), cluster, topic, spec)
-    decoding = decoding_for(cluster, topic)
     return {
         "query": spec.query,
         "scanned": result.progress.scanned,
@@ -284,7 +283,7 @@ def search(request: HttpRequest, cluster: str, topic: str) -> Any:
         "stopped": result.progress.stopped,
         "unreadable_partitions": result.progress.unreadable,
         "cut": result.cut,
-        "messages": [message_json(s.message, decoding) for s in result.shown],
+        "messages": [shown_json(s) for s in result.shown],  # decoded under auto by the search
     }
 
 

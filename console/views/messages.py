@@ -122,15 +122,17 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             key = encode_input(raw_key, key_format)
         except InputError as exc:
             raise InvalidInput(f"key: {exc}") from None
-        if partitioner == "all" and key_format == "text" and raw_key.strip()[:1] not in ("{", "["):
+        # The same key as a search filter: a text key only (search compares keys as decoded text).
+        search_query = f"key == {json.dumps(raw_key)}" if key_format == "text" else None
+        if partitioner == "all" and search_query and raw_key.strip()[:1] not in ("{", "["):
             # Every partition: the search page reads them with progress and can be stopped.
-            query = urlencode({"q": f"key == {json.dumps(raw_key)}", "start": "1"})
+            query = urlencode({"q": search_query, "start": "1"})
             return redirect(f"{reverse('topic-search', kwargs={'cluster': cluster, 'topic': topic})}?{query}")
         found = messages.find_by_key(conn, topic, key, partitioner)
         decoding = _decoding(request, cluster, topic)
-        context.update(found=found, shown=[show(cluster, m, decoding) for m in found.matches])
-        if key_format == "text":
-            context["search_query"] = f"key == {json.dumps(raw_key)}"
+        context.update(
+            found=found, shown=[show(cluster, m, decoding) for m in found.matches], search_query=search_query
+        )
     else:
         topics.get_topic_partitions(conn, topic)  # 404 for an unknown topic
     return render(request, "messages/find_key.html", context)

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.messages import partition_for_key
-from broker.partitioners import crc32_partition
+from broker.partitioners import crc32_partition, murmur2_partition
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]
@@ -19,7 +18,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.browser]
 def test_topic_list_to_message_to_find_by_key_to_live_tail(console_url: str, page: Any, artifacts: Path) -> None:
     name = create_topic(unique("walk"), partitions=3)
     produce(name, [(f"user-{i % 7}".encode(), json.dumps({"n": i, "page": f"/p/{i}"}).encode()) for i in range(150)])
-    busy = partition_for_key(b"user-1", 3)  # holds at least the 21 messages of user-1
+    busy = murmur2_partition(b"user-1", 3)  # holds at least the 21 messages of user-1
     produce(
         name,
         [(b"<b>bold</b>", b"<script>window.__pwned = true</script><img src=x onerror='window.__pwned=1'>")],
@@ -65,7 +64,7 @@ def test_topic_list_to_message_to_find_by_key_to_live_tail(console_url: str, pag
     page.click("text=Find by key")
     page.fill("#find-key", "user-3")
     page.press("#find-key", "Enter")
-    expected = partition_for_key(b"user-3", 3)
+    expected = murmur2_partition(b"user-3", 3)
     named = sorted({expected, crc32_partition(b"user-3", 3)})
     page.locator("#key-partition").wait_for(timeout=10_000)
     said = page.locator("#key-partition").inner_text()

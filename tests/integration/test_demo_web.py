@@ -15,7 +15,7 @@ from broker.demo import web
 from broker.demo.__main__ import main
 from broker.demo.seed import DemoTopic, seed
 from broker.local import launcher
-from broker.messages import partition_for_key
+from broker.partitioners import murmur2_partition
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import admin, create_topic, unique
 from tests.unit.test_web_events import check_event
@@ -51,7 +51,7 @@ def check_records(records: list[Any], partitions: int) -> list[dict[str, Any]]:
         assert record.timestamp_type == 0  # CreateTime: the event's own time
         event = web.WebEvent(key=record.key, value=record.value, timestamp_ms=record.timestamp)
         bodies.append(check_event(event))  # key == user_id, timestamp == ts, the schema of its type
-        assert record.partition == partition_for_key(record.key, partitions)
+        assert record.partition == murmur2_partition(record.key, partitions)
         assert record.timestamp >= last.get(record.partition, 0)  # one writer a partition, oldest first
         last[record.partition] = record.timestamp
     return bodies
