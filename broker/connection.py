@@ -364,13 +364,14 @@ class ClusterConnection:
         except (queue.Full, Exception):  # noqa: BLE001 - a consumer that cannot be reset is not reused
             _close_quietly(consumer)
 
-    def _new_consumer(self, purpose: str = "reader") -> KafkaConsumer:
+    def _new_consumer(self, purpose: str = "reader", isolation: str = "read_uncommitted") -> KafkaConsumer:
         self._check_refusal()
         try:
             return KafkaConsumer(
                 client_id=f"kazami-{self.config.name}-{purpose}",
                 group_id=None,
                 enable_auto_commit=False,
+                isolation_level=isolation,
                 bootstrap_timeout_ms=int(self.config.timeout * 1000),
                 reconnect_backoff_max_ms=1000,
                 **CONSUMER_OPTIONS[purpose],

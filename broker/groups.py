@@ -20,6 +20,7 @@ from kafka.structs import OffsetAndMetadata
 
 from broker.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, KazamiError, NotFound
+from broker.logread import records_given
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
 from broker.topics import SILENT_ERRORS, partition_offsets, topic_leaders
 
@@ -54,12 +55,22 @@ class PartitionLag:
     client_id: str | None
     host: str | None
     lag_ms: int | None = None  # age of the oldest unconsumed message
+    stable_end: int | None = None  # the last stable offset: read_committed consumers read no further
+    # Records a read_committed consumer at the committed offset is still given (markers and aborted records
+    # do not count): 0 for a group that read every committed record, though the high watermark is a
+    # commit marker further on.
+    stable_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
         if self.committed is None or self.log_end is None:
             return None
         return max(0, self.log_end - self.committed)
+
+    @property
+    def lags_differ(self) -> bool:
+        """Whether lag at the high watermark and lag for a read_committed consumer differ (say both)."""
+        return self.stable_lag is not None and self.lag is not None and self.stable_lag != self.lag
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +79,8 @@ class PartitionLag:
             "committed_offset": self.committed,
             "log_end_offset": self.log_end,
             "lag": self.lag,
+            "last_stable_offset": self.stable_end,
+            "lag_read_committed": self.stable_lag,
             "lag_ms": self.lag_ms,
             "member": self.member_id,
             "host": self.host,
@@ -92,6 +105,11 @@ class GroupLag:
     @property
     def total_lag(self) -> int:
         return sum(p.lag or 0 for p in self.partitions)
+
+    @property
+    def total_stable_lag(self) -> int:
+        """Records read_committed consumers would still be given (see PartitionLag.stable_lag)."""
+        return sum(p.stable_lag if p.stable_lag is not None else (p.lag or 0) for p in self.partitions)
 
     @property
     def max_lag_ms(self) -> int | None:
@@ -120,6 +138,7 @@ class GroupLag:
             "members": len(self.members),
             "topics": self.topics,
             "total_lag": self.total_lag,
+            "total_lag_read_committed": self.total_stable_lag,
             "lag_ms": self.max_lag_ms,
             "partitions_without_commit": self.uncommitted,
             "partitions_without_log_end": self.unknown_lag,
@@ -169,7 +188,8 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
                 row.update(member_id=member.member_id, client_id=member.client_id, host=member.host)
         rows[group_id] = by_tp
     wanted = sorted({TopicPartition(t, p) for by_tp in rows.values() for (t, p) in by_tp})
-    ends = _log_ends(admin, conn, wanted)
+    ends, leaders = _log_ends(admin, conn, wanted)
+    stables, stable_lags = _stable_lags(admin, conn, rows, ends, leaders)
     times = _oldest_unconsumed(conn, rows, ends) if with_time else {}
     result = []
     for group_id in group_ids:
@@ -184,6 +204,8 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
                 client_id=row.get("client_id"),
                 host=row.get("host"),
                 lag_ms=times.get((group_id, t, p)),
+                stable_end=stables.get(TopicPartition(t, p)),
+                stable_lag=stable_lags.get((group_id, t, p)),
             )
             for (t, p), row in sorted(rows[group_id].items())
         ]
@@ -200,11 +222,13 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
     return result
 
 
-def _log_ends(admin: KafkaAdminClient, conn: ClusterConnection, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """Log-end offsets in one ListOffsets per leader; partitions of deleted topics are left out, and so
-    are those of a leader that does not answer (their lag shows as unknown)."""
+def _log_ends(
+    admin: KafkaAdminClient, conn: ClusterConnection, tps: list[TopicPartition]
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """Log-end offsets in one ListOffsets per leader, and the leaders; partitions of deleted topics are
+    left out, and so are those of a leader that does not answer (their lag shows as unknown)."""
     if not tps:
-        return {}
+        return {}, {}
     existing = {t["name"]: t for t in admin.describe_topics(sorted({tp.topic for tp in tps}))}
     leaders = {
         tp: leader
@@ -212,7 +236,35 @@ def _log_ends(admin: KafkaAdminClient, conn: ClusterConnection, tps: list[TopicP
         if leader >= 0
     }
     readable = [tp for tp in tps if tp in leaders]
-    return partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+    return partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders), leaders
+
+
+def _stable_lags(
+    admin: KafkaAdminClient,
+    conn: ClusterConnection,
+    rows: dict[str, dict[tuple[str, int], dict[str, Any]]],
+    ends: dict[TopicPartition, int],
+    leaders: dict[TopicPartition, int],
+) -> tuple[dict[TopicPartition, int], dict[tuple[str, str, int], int]]:
+    """The last stable offsets (one ListOffsets per leader, read_committed), and for each (group, topic,
+    partition) whose committed offset is below it, the records a read_committed consumer is still given
+    (broker.logread.records_given: one fetch per leader). A partition whose LSO is unknown has none."""
+    stables = partition_offsets(admin, conn, list(ends), OffsetSpec.LATEST, leaders, isolation="read_committed")
+    ranges: dict[tuple[str, str, int], tuple[str, int, int, int]] = {}
+    lags: dict[tuple[str, str, int], int] = {}
+    for group_id, by_tp in rows.items():
+        for (t, p), row in by_tp.items():
+            stable, committed = stables.get(TopicPartition(t, p)), row["committed"]
+            if stable is None or committed is None:
+                continue
+            if committed >= stable:
+                lags[(group_id, t, p)] = 0
+            else:
+                ranges[(group_id, t, p)] = (t, p, committed, stable)
+    if ranges:
+        by_place = {(tp.topic, tp.partition): leader for tp, leader in leaders.items()}
+        lags.update(records_given(admin, ranges, by_place, int(conn.config.timeout * 1000)))
+    return stables, lags
 
 
 def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> list[str]:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kafka.errors
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartition
 
 from broker.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
+from broker.logread import ISOLATIONS, Message, OffsetOutOfRange, PartitionLog, visible
 from broker.partitioners import CHOICES, PARTITIONERS, placements
 from broker.topics import PartitionInfo, get_partition, get_topic_partitions
 
@@ -27,55 +28,46 @@ DEFAULT_PAGE = 50
 # 10 MB messages must not make a page of 500 hold 5 GB.
 PAGE_BYTES = 16 * 1024 * 1024
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
-
-
-@dataclass(frozen=True)
-class Message:
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int | None  # epoch ms
-    timestamp_type: str
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-
-    @property
-    def size(self) -> int:
-        return len(self.key or b"") + len(self.value or b"")
+__all__ = ["ISOLATIONS", "Message", "visible"]  # re-exported: the record type and who sees it live in logread
 
 
 @dataclass(frozen=True)
 class Page:
-    """A page of one partition's messages and where its neighbours start."""
+    """A page of one partition's records (and, read_uncommitted, its transaction markers) and where its
+    neighbouring pages start."""
 
     topic: str
     partition: int
     offset: int  # where this page starts (after clamping)
     limit: int
     start_offset: int  # of the partition
-    end_offset: int
+    end_offset: int  # its high watermark
     messages: list[Message]
     notes: list[str] = field(default_factory=list)  # clamping and time-outs, said to the user
     complete: bool = True  # False when the deadline cut the read short
     partitions: list[PartitionInfo] = field(default_factory=list)  # every partition of the topic
+    isolation: str = "read_uncommitted"
+    last_stable_offset: int | None = None  # below it every transaction has ended
+    next_offset: int | None = None  # of the first row after this page; None: this page is the last
+    prev_offset: int | None = None  # where the page of the ``limit`` rows before this one starts
 
     @property
     def first_offset(self) -> int:
         return self.start_offset
 
     @property
-    def prev_offset(self) -> int | None:
-        return max(self.start_offset, self.offset - self.limit) if self.offset > self.start_offset else None
+    def open_from(self) -> int | None:
+        """The LSO when a transaction is open (records from it on wait for it), else None."""
+        lso = self.last_stable_offset
+        return lso if lso is not None and lso < self.end_offset else None
 
-    @property
-    def next_offset(self) -> int | None:
-        following = (self.messages[-1].offset + 1) if self.messages else self.offset + self.limit
-        return following if following < self.end_offset else None
 
-    @property
-    def last_offset(self) -> int:
-        return max(self.start_offset, self.end_offset - self.limit)
+def check_isolation(isolation: str | None) -> str:
+    if isolation is None or isolation == "":
+        return "read_uncommitted"
+    if isolation not in ISOLATIONS:
+        raise InvalidInput(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}.")
+    return isolation
 
 
 def check_limit(limit: int | None) -> int:
@@ -122,39 +114,6 @@ def _reading(conn: ClusterConnection, topic: str, partitions: str) -> Iterator[N
         ) from None
 
 
-def read_range(
-    consumer: KafkaConsumer,
-    tp: TopicPartition,
-    offset: int,
-    stop: int,
-    limit: int,
-    deadline: float,
-    max_bytes: int = PAGE_BYTES,
-) -> tuple[list[Message], bool]:
-    """Up to ``limit`` messages of ``tp`` from ``offset`` below ``stop``, ending with the one that
-    reaches ``max_bytes`` in all; (messages, complete). complete is False when the deadline came first.
-    """
-    consumer.assign([tp])
-    consumer.seek(tp, offset)
-    found: list[Message] = []
-    held = 0
-    while len(found) < limit and held < max_bytes:
-        if consumer.position(tp, timeout_ms=1000) >= stop:
-            return found, True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return found, False
-        batch = consumer.poll(timeout_ms=int(min(remaining, 1.0) * 1000), max_records=limit - len(found))
-        for record in batch.get(tp, []):
-            if record.offset >= stop:
-                return found, True
-            found.append(_record(record))
-            held += found[-1].size
-            if len(found) >= limit or held >= max_bytes:
-                break
-    return found, True
-
-
 def _offset_for_time(conn: ClusterConnection, tp: TopicPartition, timestamp_ms: int) -> int | None:
     def lookup(admin: KafkaAdminClient) -> int | None:
         answer = admin.list_partition_offsets({tp: timestamp_ms})
@@ -162,6 +121,73 @@ def _offset_for_time(conn: ClusterConnection, tp: TopicPartition, timestamp_ms: 
         return int(found.offset) if found is not None and found.offset >= 0 else None
 
     return conn.call(lookup, "offset lookup by time", retry=True)
+
+
+def _listed(message: Message, isolation: str) -> bool:
+    """Whether a page lists ``message``: read_uncommitted, every record and marker; read_committed, what
+    such a consumer is given."""
+    return isolation == "read_uncommitted" or visible(message, isolation)
+
+
+@dataclass
+class _Window:
+    before: list[Message] = field(default_factory=list)  # listed rows before the page, oldest first
+    rows: list[Message] = field(default_factory=list)
+    following: int | None = None  # the first listed row after the page
+    complete: bool = True
+
+
+def _before(
+    log: PartitionLog, at: int, start: int, count: int, isolation: str, deadline: float, window: int
+) -> tuple[list[Message], bool]:
+    """The last ``count`` listed rows below offset ``at`` (fewer at the partition's start), read from
+    ``window`` offsets back and further back while markers, aborted records or compaction leave too few."""
+    while True:
+        low = max(start, at - window)
+        found = [m for m in log.entries(low, at, deadline) if _listed(m, isolation)]
+        if log.timed_out:
+            return found[-count:], False
+        if len(found) >= count or low <= start:
+            return found[-count:], True
+        window *= 4
+
+
+def _read_window(
+    log: PartitionLog, offset: int, start: int, stop: int, limit: int, isolation: str, deadline: float
+) -> _Window:
+    """The page of ``limit`` listed rows from ``offset`` (bounded by PAGE_BYTES), the rows before it and
+    the offset of the next one after, in one read from ``limit`` offsets before ``offset`` on."""
+    result = _Window()
+    low = max(start, offset - limit)
+    held = 0
+    for message in log.entries(low, stop, deadline):
+        if not _listed(message, isolation):
+            continue
+        if message.offset < offset:
+            result.before.append(message)
+        elif len(result.rows) < limit and held < PAGE_BYTES:
+            result.rows.append(message)
+            held += message.size
+        else:
+            result.following = message.offset
+            break
+    result.complete = not log.timed_out
+    if len(result.before) < limit and low > start and result.complete:
+        result.before, result.complete = _before(log, offset, start, limit, isolation, deadline, 4 * limit)
+    result.before = result.before[-limit:]
+    return result
+
+
+def _read_last(log: PartitionLog, start: int, stop: int, limit: int, isolation: str, deadline: float) -> _Window:
+    """The last ``limit`` listed rows below ``stop`` (as many of the newest as PAGE_BYTES allows) and the
+    ``limit`` rows before them."""
+    found, complete = _before(log, stop, start, 2 * limit, isolation, deadline, 2 * limit)
+    rows, before = found[-limit:], found[:-limit]
+    held = sum(m.size for m in rows)
+    while len(rows) > 1 and held > PAGE_BYTES:
+        held -= rows[0].size
+        before.append(rows.pop(0))
+    return _Window(before=before[-limit:], rows=rows, following=None, complete=complete)
 
 
 def get_page(
@@ -172,44 +198,74 @@ def get_page(
     limit: int = DEFAULT_PAGE,
     timestamp_ms: int | None = None,
     from_end: bool = False,
+    isolation: str = "read_uncommitted",
 ) -> Page:
-    """A page of messages from ``offset``, or from the first at/after ``timestamp_ms``, or the last page.
+    """A page of ``limit`` rows from ``offset``, or from the first record at/after ``timestamp_ms``, or
+    the last page. read_uncommitted lists every record, labelled with its transaction's fate, and every
+    commit and abort marker; read_committed only what a read_committed consumer is given (nothing from
+    the last stable offset on). Pages step over markers, hidden records and compaction gaps: a page is
+    empty only when nothing listed is left at or after its offset.
 
     Offsets outside the partition are clamped and the page's ``notes`` say so.
-    Raises TopicNotFound, PartitionNotFound, PartitionUnavailable, ClusterUnavailable.
+    Raises TopicNotFound, PartitionNotFound, PartitionUnavailable, ClusterUnavailable, InvalidInput.
     """
+    isolation = check_isolation(isolation)
     infos = get_topic_partitions(conn, topic, only=partition)
     info = _pick(infos, topic, partition)
     start, end = _readable(info, topic)
-    notes: list[str] = []
-    tp = TopicPartition(topic, partition)
-    if timestamp_ms is not None:
-        found = _offset_for_time(conn, tp, timestamp_ms)
-        if found is None:
-            notes.append("No message at or after that time; showing the last page.")
-            offset = max(start, end - limit)
-        else:
-            offset = found
-    elif from_end or offset is None:
-        offset = max(start, end - limit) if from_end else start
-    elif offset < start:
-        notes.append(f"Offset {offset} is before the first offset {start}; showing from {start}.")
-        offset = start
-    elif offset >= end and end > start:
-        last = max(start, end - limit)
-        notes.append(f"Offset {offset} is past the end ({end}); showing the last messages from {last}.")
-        offset = last
-    elif offset > end:
-        notes.append(f"Offset {offset} is past the end ({end}); the partition is empty.")
-        offset = end
+    log = PartitionLog(conn, topic, partition, info.leader or 0)
     deadline = time.monotonic() + conn.config.timeout * 2
-    with conn.consumer() as consumer, _reading(conn, topic, f"partition {partition}"):
-        messages, complete = read_range(consumer, tp, offset, end, limit, deadline)
-    if not complete:
+    notes: list[str] = []
+    stop = end
+    with _reading(conn, topic, f"partition {partition}"):
+        if isolation == "read_committed":
+            stop = max(start, min(end, log.bounds(end)[1]))
+        tp = TopicPartition(topic, partition)
+        last = False
+        if timestamp_ms is not None:
+            found = _offset_for_time(conn, tp, timestamp_ms)
+            if found is None or found >= stop:
+                notes.append("No message at or after that time; showing the last page.")
+                last = True
+            else:
+                offset = found
+        elif from_end:
+            last = True
+        elif offset is None or offset < start:
+            if offset is not None:
+                notes.append(f"Offset {offset} is before the first offset {start}; showing from {start}.")
+            offset = start
+        elif offset >= stop and stop > start:
+            if offset < end:
+                notes.append(
+                    f"Offset {offset} is at or after the last stable offset ({stop}): a read_committed consumer "
+                    "sees nothing there until the open transaction ends. Showing the last messages it sees{}."
+                )
+            else:
+                notes.append(f"Offset {offset} is past the end ({end}); showing the last messages{{}}.")
+            last = True
+        elif offset > stop:
+            notes.append(f"Offset {offset} is past the end ({end}); the partition is empty.")
+            offset = stop
+        try:
+            if last:
+                window = _read_last(log, start, stop, limit, isolation, deadline)
+                offset = window.rows[0].offset if window.rows else stop
+                if notes and "{}" in notes[-1]:
+                    notes[-1] = notes[-1].format(f" from {offset}" if window.rows else "")
+            else:
+                assert offset is not None
+                window = _read_window(log, offset, start, stop, limit, isolation, deadline)
+            high, stable = log.bounds(end)
+        except OffsetOutOfRange:
+            raise ClusterUnavailable(
+                f"Partition {partition} of {topic!r} changed while it was read (records were deleted); try again."
+            ) from None
+    if not window.complete:
         notes.append(f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short.")
-    elif len(messages) < limit and sum(m.size for m in messages) >= PAGE_BYTES:
+    elif window.following is not None and len(window.rows) < limit:
         notes.append(
-            f"These {len(messages)} messages hold more than {PAGE_BYTES // (1024 * 1024)} MB, so the page "
+            f"These {len(window.rows)} messages hold more than {PAGE_BYTES // (1024 * 1024)} MB, so the page "
             "ends here; the next page goes on."
         )
     return Page(
@@ -219,10 +275,14 @@ def get_page(
         limit=limit,
         start_offset=start,
         end_offset=end,
-        messages=messages,
+        messages=window.rows,
         notes=notes,
-        complete=complete,
+        complete=window.complete,
         partitions=infos,
+        isolation=isolation,
+        last_stable_offset=min(stable, end, high),
+        next_offset=window.following,
+        prev_offset=window.before[0].offset if window.before else None,
     )
 
 
@@ -233,9 +293,20 @@ def _pick(infos: list[PartitionInfo], topic: str, partition: int) -> PartitionIn
     raise PartitionNotFound(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(infos) - 1}).")
 
 
-def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int) -> tuple[Message, PartitionInfo]:
-    """The message at exactly ``offset``; raises NotFound when the offset is outside the partition or
-    holds no message (compacted away, or a transaction marker), and the reading errors of get_page."""
+@dataclass(frozen=True)
+class Located:
+    """One record or marker, and its neighbours' offsets (None at either end of the partition)."""
+
+    message: Message
+    info: PartitionInfo
+    prev_offset: int | None
+    next_offset: int | None
+
+
+def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int) -> Located:
+    """The record, or transaction marker, at exactly ``offset``, labelled like a page's rows, with the
+    offsets of the entries before and after it (over compaction gaps). Raises NotFound when the offset is
+    outside the partition or holds nothing (compacted away), and the reading errors of get_page."""
     info = _pick(get_topic_partitions(conn, topic, only=partition), topic, partition)
     start, end = _readable(info, topic)
     if not start <= offset < end:
@@ -244,15 +315,30 @@ def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int
             if end > start
             else f"Partition {partition} of {topic!r} is empty; there is no message at {offset}."
         )
+    log = PartitionLog(conn, topic, partition, info.leader or 0)
     deadline = time.monotonic() + conn.config.timeout * 2
-    with conn.consumer() as consumer, _reading(conn, topic, f"partition {partition}"):
-        messages, _ = read_range(consumer, TopicPartition(topic, partition), offset, offset + 1, 1, deadline)
-    if not messages or messages[0].offset != offset:
+    with _reading(conn, topic, f"partition {partition}"):
+        try:
+            walk = log.entries(offset, end, deadline)
+            found = next(walk, None)
+            following = next(walk, None) if found is not None and found.offset == offset else None
+            walk.close()
+            before: list[Message] = []
+            if found is not None and found.offset == offset and offset > start:
+                before, _ = _before(log, offset, start, 1, "read_uncommitted", deadline, 16)
+        except OffsetOutOfRange:
+            found = None
+    if found is None or found.offset != offset:
+        after = f"; the next one is at {found.offset}" if found is not None else ""
         raise NotFound(
-            f"No message at offset {offset} of partition {partition} of {topic!r} "
-            "(removed by compaction, or a transaction marker)."
+            f"No message at offset {offset} of partition {partition} of {topic!r}: compaction removed it{after}."
         )
-    return messages[0], info
+    return Located(
+        message=found,
+        info=info,
+        prev_offset=before[0].offset if before else None,
+        next_offset=following.offset if following is not None else None,
+    )
 
 
 # ---------------------------------------------------------------- scanning
@@ -277,6 +363,7 @@ class ScanRange:
     start: int
     stop: int
     readable: bool = True  # False: the partition has no leader now; the scan reports it, reads nothing
+    leader: int = -1
 
 
 def plan_scan(
@@ -288,8 +375,10 @@ def plan_scan(
     last: int | None = None,
     start_offset: int | None = None,
     stop_offset: int | None = None,
+    isolation: str = "read_uncommitted",
 ) -> list[ScanRange]:
-    """The offset ranges a scan reads, per partition: bounded by time, by offsets, or the last N of each.
+    """The offset ranges a scan reads, per partition: bounded by time, by offsets, or the last N of each;
+    read_committed, below each partition's last stable offset (what such a consumer can read now).
     A partition without a leader gets an unreadable range, so that the scan says it was not searched.
 
     Raises TopicNotFound, PartitionNotFound, ClusterUnavailable.
@@ -297,6 +386,11 @@ def plan_scan(
     infos = get_topic_partitions(conn, topic)
     known = {p.partition: p for p in infos}
     chosen = partitions if partitions is not None else sorted(known)
+    stable = (
+        _stable_offsets(conn, topic, [known[p] for p in chosen if p in known])
+        if isolation != "read_uncommitted"
+        else {}
+    )
     ranges = []
     for number in chosen:
         if number not in known:
@@ -305,7 +399,7 @@ def plan_scan(
         if not info.available or info.start_offset is None or info.end_offset is None:
             ranges.append(ScanRange(number, 0, 0, readable=False))
             continue
-        start, stop = info.start_offset, info.end_offset
+        start, stop = info.start_offset, min(info.end_offset, stable.get(number, info.end_offset))
         if start_offset is not None:
             start = max(start, start_offset)
         if stop_offset is not None:
@@ -320,8 +414,24 @@ def plan_scan(
             found = _offset_for_time(conn, tp, stop_ms)
             stop = min(stop, found) if found is not None else stop
         if stop > start:
-            ranges.append(ScanRange(number, start, stop))
+            ranges.append(ScanRange(number, start, stop, leader=info.leader if info.leader is not None else -1))
     return ranges
+
+
+def _stable_offsets(conn: ClusterConnection, topic: str, infos: list[PartitionInfo]) -> dict[int, int]:
+    """Partition -> last stable offset, in one request per leader (partitions that fail are left out)."""
+    from kafka.admin import OffsetSpec
+
+    from broker.topics import partition_offsets
+
+    tps = [TopicPartition(topic, i.partition) for i in infos if i.available]
+    leaders = {TopicPartition(topic, i.partition): i.leader for i in infos if i.leader is not None}
+
+    def ask(admin: KafkaAdminClient) -> dict[int, int]:
+        found = partition_offsets(admin, conn, tps, OffsetSpec.LATEST, leaders, isolation="read_committed")
+        return {tp.partition: offset for tp, offset in found.items()}
+
+    return conn.call(ask, "last stable offsets", retry=True) if tps else {}
 
 
 def scan(
@@ -335,8 +445,10 @@ def scan(
     on_progress: Callable[[ScanProgress], None] | None = None,
     report_every: int = 2000,
     deadline_s: float = 300.0,
+    isolation: str = "read_uncommitted",
 ) -> Iterator[Message]:
-    """Yield the messages of ``ranges`` that satisfy ``predicate``, partition by partition.
+    """Yield the records of ``ranges`` that satisfy ``predicate``, partition by partition, each labelled
+    with its transaction's fate; read_committed, only those such a consumer is given.
 
     Stops at ``max_scan`` messages read, ``max_matches`` found, ``cancel`` set, or the deadline;
     ``on_progress`` hears where it is (its last call has ``done`` set and says why it stopped).
@@ -354,39 +466,33 @@ def scan(
             on_progress(progress)
 
     try:
-        with conn.consumer() as consumer, _reading(conn, topic, "partitions"):
+        with _reading(conn, topic, "partitions"):
             for r in ranges:
-                tp = TopicPartition(topic, r.partition)
-                consumer.assign([tp])
-                consumer.seek(tp, r.start)
-                while consumer.position(tp, timeout_ms=1000) < r.stop:
+                log = PartitionLog(conn, topic, r.partition, r.leader)
+                for message in log.entries(r.start, r.stop, deadline):
+                    if message.control is not None:
+                        continue  # a marker is no message: it is counted in no total but the range's
                     if cancel is not None and cancel.is_set():
                         progress.stopped = "cancelled"
                         return
-                    if time.monotonic() > deadline:
-                        progress.stopped = "deadline"
-                        return
-                    batch = consumer.poll(timeout_ms=500, max_records=500)
-                    for record in batch.get(tp, []):
-                        if record.offset >= r.stop:
-                            break
-                        message = _record(record)
-                        progress.scanned += 1
-                        progress.positions[r.partition] = record.offset + 1
-                        if predicate(message):
-                            progress.matched += 1
-                            yield message
-                            if progress.matched >= max_matches:
-                                progress.stopped = "matches"
-                                return
-                        if progress.scanned >= max_scan:
-                            progress.stopped = "limit"
+                    progress.scanned += 1
+                    progress.positions[r.partition] = message.offset + 1
+                    if visible(message, isolation) and predicate(message):
+                        progress.matched += 1
+                        yield message
+                        if progress.matched >= max_matches:
+                            progress.stopped = "matches"
                             return
-                        report()
-                    if not batch and consumer.position(tp, timeout_ms=1000) < r.stop and time.monotonic() > deadline:
-                        progress.stopped = "deadline"
+                    if progress.scanned >= max_scan:
+                        progress.stopped = "limit"
                         return
+                    report()
+                if log.timed_out:
+                    progress.stopped = "deadline"
+                    return
                 progress.positions[r.partition] = r.stop
+    except OffsetOutOfRange:
+        raise ClusterUnavailable(f"Partitions of {topic!r} changed while they were read (records deleted).") from None
     finally:
         progress.done = True
         report(force=True)
@@ -569,8 +675,16 @@ class Tail:
     waiting ones are dropped and counted, so memory stays flat however fast the topic is.
     """
 
-    def __init__(self, conn: ClusterConnection, topic: str, partitions: list[int], buffer: int = 200) -> None:
+    def __init__(
+        self,
+        conn: ClusterConnection,
+        topic: str,
+        partitions: list[int],
+        buffer: int = 200,
+        isolation: str = "read_uncommitted",
+    ) -> None:
         self.conn, self.topic, self.partitions = conn, topic, partitions
+        self.isolation = check_isolation(isolation)  # read_committed: records show once committed
         self._buffer: list[Message] = []
         self._held = 0  # bytes waiting in the buffer
         self._limit = buffer
@@ -608,7 +722,7 @@ class Tail:
     def _run(self) -> None:
         consumer = None
         try:
-            consumer = self.conn._new_consumer()
+            consumer = self.conn._new_consumer(isolation=self.isolation)
             tps = [TopicPartition(self.topic, p) for p in self.partitions]
             consumer.assign(tps)
             consumer.seek_to_end(*tps)

@@ -23,6 +23,7 @@ from typing import Any
 import kafka.errors
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
+from kafka.protocol.consumer.offsets import IsolationLevel
 
 from broker.connection import ClusterConnection
 from broker.errors import (
@@ -231,44 +232,53 @@ def topic_leaders(topics: list[dict[str, Any]]) -> dict[TopicPartition, int]:
     }
 
 
+_ISOLATION = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
+
+
 def partition_offsets(
     admin: KafkaAdminClient,
     conn: ClusterConnection,
     tps: list[TopicPartition],
     spec: Any,
     leaders: dict[TopicPartition, int],
+    isolation: str = "read_uncommitted",
 ) -> dict[TopicPartition, int]:
     """Offsets for ``tps`` in one request per leader; partitions that fail are left out, and so are those
-    of silent leaders. When the answer times out, each leader is asked alone to find the silent one."""
+    of silent leaders. When the answer times out, each leader is asked alone to find the silent one.
+    With ``isolation="read_committed"``, LATEST is the last stable offset."""
     wanted = [tp for tp in tps if not conn.is_silent(leaders.get(tp, -1))]
     if not wanted:
         return {}
     try:
-        return _ask_offsets(admin, wanted, spec)
+        return _ask_offsets(admin, wanted, spec, isolation)
     except SILENT_ERRORS:
         pass
     except kafka.errors.UnknownBrokerIdError:
         raise  # the client is out of date: the connection builds a new one
     except kafka.errors.KafkaError:
-        return _offsets_per_topic(admin, wanted, spec)
+        return _offsets_per_topic(admin, wanted, spec, isolation)
     by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
     for tp in wanted:
         by_leader[leaders.get(tp, -1)].append(tp)
     result: dict[TopicPartition, int] = {}
     for leader, group in by_leader.items():
         try:
-            result.update(_offsets_per_topic(admin, group, spec))
+            result.update(_offsets_per_topic(admin, group, spec, isolation))
         except SILENT_ERRORS:
             conn.mark_silent(leader)
     return result
 
 
-def _ask_offsets(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
-    answer = admin.list_partition_offsets(dict.fromkeys(tps, spec))
+def _ask_offsets(
+    admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any, isolation: str = "read_uncommitted"
+) -> dict[TopicPartition, int]:
+    answer = admin.list_partition_offsets(dict.fromkeys(tps, spec), isolation_level=_ISOLATION[isolation])
     return {tp: o.offset for tp, o in answer.items()}
 
 
-def _offsets_per_topic(admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any) -> dict[TopicPartition, int]:
+def _offsets_per_topic(
+    admin: KafkaAdminClient, tps: list[TopicPartition], spec: Any, isolation: str = "read_uncommitted"
+) -> dict[TopicPartition, int]:
     """One bad partition fails a whole answer: asked per topic, so the rest still shows. A silent broker's
     error is raised."""
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
@@ -277,7 +287,7 @@ def _offsets_per_topic(admin: KafkaAdminClient, tps: list[TopicPartition], spec:
     result: dict[TopicPartition, int] = {}
     for group in by_topic.values():
         try:
-            result.update(_ask_offsets(admin, group, spec))
+            result.update(_ask_offsets(admin, group, spec, isolation))
         except (*SILENT_ERRORS, kafka.errors.UnknownBrokerIdError):
             raise
         except kafka.errors.KafkaError:

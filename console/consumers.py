@@ -20,7 +20,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from broker import topics
+from broker import messages, topics
 from broker.errors import KazamiError
 from broker.messages import Message, ScanProgress, Tail
 from console import live
@@ -237,7 +237,7 @@ class SearchConsumer(Rechecked):
         await self.send(text_data=html)
 
 
-TailKey = tuple[str, str, tuple[int, ...]]
+TailKey = tuple[str, str, tuple[int, ...], str]  # cluster, topic, partitions, isolation
 
 
 @dataclass(eq=False)
@@ -295,17 +295,20 @@ class TailConsumer(Rechecked):
             wanted = [int(query["partition"][0])] if query.get("partition") else [p.partition for p in infos]
             if any(p not in {i.partition for i in infos} for p in wanted):
                 raise KazamiError(f"Topic {self.topic!r} has no partition {wanted[0]}.")
+            isolation = messages.check_isolation((query.get("isolation") or [""])[0])
         except (KazamiError, ValueError) as exc:
             await self._status(f"Cannot tail: {exc}")
             await self.close()
             return
-        self.key: TailKey = (self.cluster, self.topic, tuple(wanted))
+        self.key: TailKey = (self.cluster, self.topic, tuple(wanted), isolation)
         shared = _tails.get(self.key)
         if shared is None or not shared.current():
             decoding = await sync_to_async(decoding_for, thread_sensitive=False)(self.cluster, self.topic)
             shared = _tails.get(self.key)  # another browser may have started it meanwhile
             if shared is None or not shared.current():
-                shared = _tails[self.key] = SharedTail(self.cluster, Tail(conn, self.topic, wanted), decoding)
+                shared = _tails[self.key] = SharedTail(
+                    self.cluster, Tail(conn, self.topic, wanted, isolation=isolation), decoding
+                )
                 shared.tail.start()
                 shared.pump = asyncio.get_running_loop().create_task(_pump(self.key, shared))
         self.shared = shared
@@ -313,6 +316,8 @@ class TailConsumer(Rechecked):
         self.shown = 0
         shared.watchers.add(self)
         self.where = f"partition {wanted[0]}" if query.get("partition") else f"all {len(wanted)} partitions"
+        if isolation == "read_committed":
+            self.where += " (read_committed: records show once their transaction commits)"
         await self.show_state()
 
     async def disconnect(self, code: int) -> None:

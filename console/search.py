@@ -31,6 +31,7 @@ class SearchSpec:
     last: int | None = None  # the newest N messages of each partition
     max_scan: int = DEFAULT_MAX_SCAN
     max_matches: int = DEFAULT_MAX_MATCHES
+    isolation: str = "read_uncommitted"  # read_committed: only what such a consumer is given
 
     def as_params(self) -> dict[str, str]:
         """The spec as query-string parameters (for download links and pasted URLs)."""
@@ -43,6 +44,8 @@ class SearchSpec:
             params["until"] = str(self.until_ms)
         if self.last is not None:
             params["last"] = str(self.last)
+        if self.isolation != "read_uncommitted":
+            params["isolation"] = self.isolation
         return params
 
 
@@ -82,6 +85,7 @@ def search_spec_from(values: Mapping[str, Any]) -> SearchSpec:
         last=_int(values, "last", None, 1, MAX_SCAN_LIMIT),
         max_scan=_int(values, "max_scan", DEFAULT_MAX_SCAN, 1, MAX_SCAN_LIMIT) or DEFAULT_MAX_SCAN,
         max_matches=_int(values, "max_matches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES_LIMIT) or DEFAULT_MAX_MATCHES,
+        isolation=messages.check_isolation(str(values.get("isolation") or "")),
     )
 
 
@@ -149,7 +153,13 @@ def run_search(
     except QueryError:
         raise
     ranges = messages.plan_scan(
-        conn, topic, spec.partitions, start_ms=spec.since_ms, stop_ms=spec.until_ms, last=spec.last
+        conn,
+        topic,
+        spec.partitions,
+        start_ms=spec.since_ms,
+        stop_ms=spec.until_ms,
+        last=spec.last,
+        isolation=spec.isolation,
     )
     decoding = decoding_for(cluster, topic)
     result = SearchResult(spec=spec)
@@ -169,6 +179,7 @@ def run_search(
         max_matches=spec.max_matches,
         cancel=cancel,
         on_progress=progress,
+        isolation=spec.isolation,
     ):
         shown = show(cluster, message, decoding)
         result.shown.append(shown)

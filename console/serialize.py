@@ -8,6 +8,7 @@ from django.http import HttpResponse
 
 from broker.decode import decode, wire_value
 from broker.errors import InvalidInput, NotFound
+from broker.logread import hidden_reason
 from broker.messages import Message
 from console.shown import Decoding, ShownMessage
 
@@ -34,6 +35,11 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
         "value_encoding": value["encoding"],
         "headers": [_header(name, raw) for name, raw in m.headers],
         "size": m.size,
+        # committed, aborted, open (transactional records), or null; commit or abort on a marker row.
+        "transaction": m.transaction,
+        "control": m.control,
+        "producer_id": m.producer_id,
+        "producer_epoch": m.producer_epoch,
         **kinds,
     }
 
@@ -57,12 +63,16 @@ def csv_row(m: Message) -> list[Any]:
     return [data[column] for column in CSV_COLUMNS]
 
 
-def raw_download(m: Message, part: str) -> HttpResponse:
+def raw_download(m: Message, part: str, isolation: str = "read_uncommitted") -> HttpResponse:
     """The bytes of a message's ``part`` (``key`` or ``value``) as a file, exactly as Kafka holds them.
     Raises InvalidInput for another part, NotFound when that part is null (no bytes to give, which an
-    empty file would hide: an empty key or value downloads as an empty file)."""
+    empty file would hide: an empty key or value downloads as an empty file), when the offset is a
+    transaction marker, and when a consumer of ``isolation`` is not given the record."""
     if part not in ("key", "value"):
         raise InvalidInput(f"download must be key or value, not {part[:20]!r}.")
+    hidden = hidden_reason(m, isolation)
+    if hidden is not None:
+        raise NotFound(f"Nothing to download: {hidden}")
     raw = m.key if part == "key" else m.value
     if raw is None:
         what = "this message has no key (null)" if part == "key" else "its value is null (a tombstone)"

@@ -215,6 +215,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         limit=limit,
         timestamp_ms=time_param(request, "timestamp"),
         from_end=request.GET.get("last") == "1",
+        isolation=messages.check_isolation(request.GET.get("isolation")),
     )
     decoding = decoding_for(cluster, topic)  # the topic's schemas, for each message's kind
     return {
@@ -224,6 +225,8 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         "limit": page.limit,
         "start_offset": page.start_offset,
         "end_offset": page.end_offset,
+        "last_stable_offset": page.last_stable_offset,
+        "isolation": page.isolation,
         "notes": page.notes,
         "complete": page.complete,
         "next_offset": page.next_offset,
@@ -235,11 +238,15 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
 @require_GET
 @api_view
 def message(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> Any:
-    found, _ = messages.get_message(get_connection(cluster), topic, partition, offset)
+    found = messages.get_message(get_connection(cluster), topic, partition, offset)
     download = request.GET.get("download")
     if download is not None:
-        return raw_download(found, download)
-    return message_json(found, decoding_for(cluster, topic))
+        return raw_download(found.message, download, messages.check_isolation(request.GET.get("isolation")))
+    return {
+        **message_json(found.message, decoding_for(cluster, topic)),
+        "prev_offset": found.prev_offset,
+        "next_offset": found.next_offset,
+    }
 
 
 @require_GET

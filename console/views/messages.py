@@ -40,6 +40,11 @@ def _decoding(request: HttpRequest, cluster: str, topic: str) -> Any:
     )
 
 
+def _isolation(request: HttpRequest) -> str:
+    """``isolation``: read_uncommitted (every record and marker, labelled) or read_committed."""
+    return messages.check_isolation(request.GET.get("isolation"))
+
+
 @require_GET
 @page_view
 def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
@@ -55,9 +60,12 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
         limit=limit,
         timestamp_ms=time_param(request, "timestamp"),
         from_end=request.GET.get("last") == "1",
+        isolation=_isolation(request),
     )
     shown = [show(cluster, m, decoding) for m in page.messages]
     keep = {"limit": str(limit), "key_as": decoding.key_as, "value_as": decoding.value_as}
+    if page.isolation != "read_uncommitted":
+        keep["isolation"] = page.isolation
     return render(
         request,
         "messages/browse.html",
@@ -68,6 +76,7 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
             "shown": shown,
             "decoding": decoding,
             "keep": keep,
+            "keep_query": "&" + urlencode(keep),
             "decodings": DECODINGS,
             "requested_offset": offset,
             "crumb": f"partition {partition}",
@@ -79,10 +88,11 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
 @page_view
 def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:
     conn = get_connection(cluster)
-    message, info = messages.get_message(conn, topic, partition, offset)
+    found = messages.get_message(conn, topic, partition, offset)
+    message = found.message
     download = request.GET.get("download")
     if download is not None:
-        return raw_download(message, download)
+        return raw_download(message, download, _isolation(request))
     decoding = _decoding(request, cluster, topic)
     return render(
         request,
@@ -91,11 +101,11 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
             "cluster": cluster,
             "topic": topic,
             "m": show(cluster, message, decoding, limit=DETAIL_LIMIT),
-            "info": info,
+            "info": found.info,
             "decoding": decoding,
             "decodings": DECODINGS,
-            "has_prev": offset > (info.start_offset or 0),
-            "has_next": offset + 1 < (info.end_offset or 0),
+            "prev_offset": found.prev_offset,
+            "next_offset": found.next_offset,
         },
     )
 

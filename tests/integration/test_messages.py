@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import subprocess
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -489,3 +490,30 @@ def test_messages_read_by_an_independent_client_match(client: Client) -> None:
     consumer.close()
     shown = [(m["offset"], m["key"], m["value"]) for m in page(client, name)["messages"]]
     assert shown == truth
+
+
+def test_paging_steps_over_gaps_left_by_compaction(client: Client) -> None:
+    name = create_topic(
+        unique("mcompact"),
+        partitions=1,
+        configs={"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"},
+    )
+    produce(name, [(b"k0", b"v0"), (b"k0", b"v1"), (b"k1", b"v2"), (b"k0", b"v3"), (b"k1", b"v4")], partition=0)
+    time.sleep(0.3)
+    produce(name, [(b"k2", b"v5")], partition=0)  # rolls the segment: the first one can be cleaned
+    deadline = time.monotonic() + 90  # the log cleaner looks every 15 s
+    while time.monotonic() < deadline:
+        first = page(client, name, offset=0, limit=2)
+        if first["messages"] and first["messages"][0]["offset"] == 3:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail("the log cleaner did not compact the topic in time")
+    assert ([m["offset"] for m in first["messages"]], first["next_offset"]) == ([3, 4], 5)
+    assert [m["offset"] for m in page(client, name, offset=1, limit=2)["messages"]] == [3, 4]
+    following = page(client, name, offset=5, limit=2)
+    assert ([m["offset"] for m in following["messages"]], following["prev_offset"]) == ([5], 3)
+    assert [m["offset"] for m in page(client, name, last="1", limit=3)["messages"]] == [3, 4, 5]
+    gone = client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/1")
+    assert gone.status_code == 404 and "the next one is at 3" in gone.json()["message"]
+    assert client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/4").json()["prev_offset"] == 3
