@@ -86,11 +86,14 @@ def test_every_record_and_marker_is_labelled(client: Client, history: tuple[str,
     assert [o for o, m in by_offset.items() if m["transaction"] == "aborted"] == ABORTED
     assert [o for o, m in by_offset.items() if m["transaction"] == "open"] == OPEN
     assert {o: m["control"] for o, m in by_offset.items() if m["control"]} == MARKERS
-    assert by_offset[PLAIN]["transaction"] is None and by_offset[PLAIN]["control"] is None
+    assert by_offset[PLAIN]["transaction"] is None
+    assert by_offset[PLAIN]["control"] is None
     assert by_offset[4]["value"] == "b0"
     producers = {m["producer_id"] for o, m in by_offset.items() if o != PLAIN}
-    assert len(producers) == 1 and producers != {None}
-    assert by_offset[3]["key"] is None and by_offset[3]["value"] is None
+    assert len(producers) == 1
+    assert producers != {None}
+    assert by_offset[3]["key"] is None
+    assert by_offset[3]["value"] is None
 
 
 def test_read_committed_shows_what_such_a_consumer_gets(client: Client, history: tuple[str, KafkaProducer]) -> None:
@@ -111,7 +114,8 @@ def test_read_committed_shows_what_such_a_consumer_gets(client: Client, history:
         consumer.close()
     assert seen == offsets(body)
     bad = client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages", {"isolation": "serializable"})
-    assert bad.status_code == 400 and "read_committed" in bad.json()["message"]
+    assert bad.status_code == 400
+    assert "read_committed" in bad.json()["message"]
 
 
 def test_paging_steps_over_markers_and_hidden_records(client: Client, history: tuple[str, KafkaProducer]) -> None:
@@ -168,11 +172,14 @@ def test_downloads_and_search_honour_the_isolation_level(client: Client, history
     base = f"/api/clusters/local/topics/{name}/partitions/0/messages"
     assert client.get(f"{base}/4", {"download": "value"}).content == b"b0"
     refused = client.get(f"{base}/4", {"download": "value", "isolation": "read_committed"})
-    assert refused.status_code == 404 and "aborted transaction" in refused.json()["message"]
+    assert refused.status_code == 404
+    assert "aborted transaction" in refused.json()["message"]
     still_open = client.get(f"{base}/11", {"download": "value", "isolation": "read_committed"})
-    assert still_open.status_code == 404 and "still open" in still_open.json()["message"]
+    assert still_open.status_code == 404
+    assert "still open" in still_open.json()["message"]
     marker = client.get(f"{base}/3", {"download": "value"})
-    assert marker.status_code == 404 and "commit marker" in marker.json()["message"]
+    assert marker.status_code == 404
+    assert "commit marker" in marker.json()["message"]
 
     search = f"/api/clusters/local/topics/{name}/search/"
     everything = client.get(search, {"q": 'key == "k"'}).json()
@@ -184,7 +191,9 @@ def test_downloads_and_search_honour_the_isolation_level(client: Client, history
     committed = client.get(search, {"q": "", "isolation": "read_committed"}).json()
     assert [m["offset"] for m in committed["messages"]] == [*COMMITTED, PLAIN]
     csv = client.get(f"/clusters/local/topics/{name}/search/", {"format": "csv", "isolation": "read_committed"})
-    assert csv.status_code == 200 and b"b0" not in csv.content and b"a0" in csv.content
+    assert csv.status_code == 200
+    assert b"b0" not in csv.content
+    assert b"a0" in csv.content
 
 
 def test_an_open_transaction_settles_when_it_ends(client: Client, history: tuple[str, KafkaProducer]) -> None:
