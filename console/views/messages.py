@@ -206,11 +206,22 @@ def tail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     partition = int_param(request, "partition", None, minimum=0)
     if partition is not None and partition >= len(infos):
         raise InvalidInput(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(infos) - 1}).")
-    query = f"?partition={partition}" if partition is not None else ""
+    isolation = _isolation(request)
+    params = {"partition": str(partition)} if partition is not None else {}
+    if isolation != "read_uncommitted":
+        params["isolation"] = isolation
     return render(
         request,
         "messages/tail.html",
-        {"cluster": cluster, "topic": topic, "partitions": infos, "partition": partition, "ws_query": query},
+        {
+            "cluster": cluster,
+            "topic": topic,
+            "partitions": infos,
+            "partition": partition,
+            "isolation": isolation,
+            "isolation_query": urlencode({"isolation": isolation}) if isolation != "read_uncommitted" else "",
+            "ws_query": f"?{urlencode(params)}" if params else "",
+        },
     )
 
 
