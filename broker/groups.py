@@ -68,6 +68,15 @@ class PartitionLag:
         return max(0, self.log_end - self.committed)
 
     @property
+    def waiting_end(self) -> int | None:
+        """Where the records waiting for this group end, for judging it: the log end, or the committed
+        offset plus ``stable_lag`` when that is less (a group that read every committed record is caught
+        up, though a commit marker stands between it and the log end)."""
+        if self.log_end is None or self.committed is None or self.stable_lag is None:
+            return self.log_end
+        return min(self.log_end, self.committed + self.stable_lag)
+
+    @property
     def lags_differ(self) -> bool:
         """Whether lag at the high watermark and lag for a read_committed consumer differ (say both)."""
         return self.stable_lag is not None and self.lag is not None and self.stable_lag != self.lag

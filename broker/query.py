@@ -46,8 +46,8 @@ MAX_SOURCE_LENGTH = 2000
 MAX_DEPTH = 50
 MAX_PATTERN_LENGTH = 500
 
-ROOTS = ("key", "value", "headers", "timestamp", "offset", "partition", "size", "topic")
-_SCALAR_ROOTS = frozenset({"timestamp", "offset", "partition", "size", "topic"})
+ROOTS = ("key", "value", "headers", "timestamp", "offset", "partition", "size", "topic", "transaction")
+_SCALAR_ROOTS = frozenset({"timestamp", "offset", "partition", "size", "topic", "transaction"})
 _WORD_OPERATORS = ("contains", "startswith", "endswith", "matches", "like", "in")
 _STRING_OPERATORS = ("contains", "startswith", "endswith", "matches", "like")
 _SYMBOL_OPERATORS = {"==": "==", "=": "==", "!=": "!=", "<>": "!=", ">": ">", "<": "<", ">=": ">=", "<=": "<="}
@@ -86,6 +86,8 @@ class MessageView:
     # whole key or value also look at.
     key_text: str | None = None
     value_text: str | None = None
+    # "committed", "aborted" or "open" for a transactional producer's record, None otherwise.
+    transaction: str | None = None
 
 
 class _Missing(enum.Enum):
@@ -775,6 +777,8 @@ def _resolve(path: _Path, message: MessageView) -> object:
             return headers
         return _header(headers, str(path.steps[0]))
     current: object = getattr(message, path.root)
+    if path.root == "transaction" and current is None:
+        return MISSING  # not written by a transactional producer: ``exists transaction`` is false
     for step in path.steps:
         current = _step(current, step)
         if current is MISSING:
@@ -863,7 +867,8 @@ def describe_syntax() -> str:
     """Return a few lines of help, with examples, for the UI to show under the filter box."""
     return "\n".join(
         [
-            "Fields: key, value, headers, timestamp, offset, partition, size, topic; "
+            "Fields: key, value, headers, timestamp, offset, partition, size, topic, transaction "
+            "(committed, aborted, open); "
             'paths such as value.user.id, value.items[0].sku, headers.trace-id, headers["trace id"].',
             "Operators: == != > < >= <= contains startswith endswith matches (regex) like (% and _) in (...); "
             "combine with and, or, not and parentheses; exists value.x tests presence; on a whole key or value, "
@@ -872,5 +877,6 @@ def describe_syntax() -> str:
             '          timestamp >= "2026-11-01T12:30:00Z" and key like "order-%"',
             '          not exists value.user.id or headers["trace id"] startswith "abc"',
             '          value contains "checkout"',
+            '          transaction == "aborted"',
         ]
     )

@@ -45,7 +45,8 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
             for p in g.partitions
             if p.committed is not None
         }
-        ends = {(p.topic, p.partition): p.log_end for p in g.partitions if p.log_end is not None}
+        # Lag now is what waits for the group: a marker after its last record is not lag (see waiting_end).
+        ends = {(p.topic, p.partition): p.waiting_end for p in g.partitions if p.waiting_end is not None}
         # What is read now joins the history only when the offset moved since the last sample: a frozen
         # offset must keep the time of its last sample, or a stopped consumer would never look stopped.
         # (Its lag is still taken now, from the log ends.)

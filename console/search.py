@@ -104,6 +104,7 @@ def message_view(message: Message) -> MessageView:
         size=message.size,
         key_text=_written(message.key) if key.kind == "json" else None,
         value_text=_written(message.value) if value.kind == "json" else None,
+        transaction=message.transaction,
     )
 
 

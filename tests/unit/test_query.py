@@ -801,3 +801,16 @@ def test_without_its_text_a_json_value_keeps_the_old_meaning() -> None:
     view = message(value={"page": "/checkout"})
     assert parse_query('value contains "page"').matches(view)
     assert not parse_query('value contains "checkout"').matches(view)
+
+
+def test_transaction_is_a_field_missing_on_records_no_transaction_wrote() -> None:
+    def record(transaction: str | None) -> MessageView:
+        return MessageView("t", 0, 1, 0, None, "x", {}, 1, transaction=transaction)
+
+    fates = ("aborted", "open", "committed", None)
+    assert [parse_query('transaction == "aborted"').matches(record(t)) for t in fates] == [True, False, False, False]
+    in_doubt = parse_query('transaction in ("aborted", "open")')
+    assert [in_doubt.matches(record(t)) for t in fates] == [True, True, False, False]
+    assert [parse_query("exists transaction").matches(record(t)) for t in fates] == [True, True, True, False]
+    with pytest.raises(QueryError, match="plain value"):
+        parse_query("transaction.id == 1")
