@@ -1,4 +1,5 @@
-"""The readers of Kafka's index and side files (broker/segments/indexes.py and sidefiles.py).
+"""The readers of Kafka's index and side files (broker/segments/indexes.py, sidefiles.py, checkpoints.py
+and names.py).
 
 Files are built in tmp_path: from bytes laid out per the format, and from copies of small files a Kafka 3.9
 cluster wrote (kept here as hex). The expected kafka-dump-log lines were printed by Kafka's own tool
@@ -16,6 +17,16 @@ from pathlib import Path
 import crc32c
 import pytest
 
+from broker.segments.checkpoints import (
+    EpochEntry,
+    PartitionOffset,
+    decode_kafka_uuid,
+    parse_java_properties,
+    read_leader_epoch_checkpoint,
+    read_meta_properties,
+    read_offset_checkpoint,
+    read_partition_metadata,
+)
 from broker.segments.indexes import (
     DEFAULT_MAX_BYTES,
     BatchSummary,
@@ -33,29 +44,23 @@ from broker.segments.indexes import (
     sanity_check,
     time_index_error_lines,
 )
-from broker.segments.sidefiles import (
-    AbortedTxn,
-    EpochEntry,
+from broker.segments.names import (
     KRaftSnapshotName,
     PartitionDirName,
-    PartitionOffset,
     SegmentFileName,
-    decode_kafka_uuid,
-    dump_producer_snapshot,
-    dump_txn_index,
     kraft_snapshot_file_name,
-    parse_java_properties,
     parse_kraft_snapshot_name,
     parse_partition_dir_name,
     parse_segment_file_name,
+    segment_file_name,
+)
+from broker.segments.sidefiles import (
+    AbortedTxn,
+    dump_producer_snapshot,
+    dump_txn_index,
     producer_snapshot_error_lines,
-    read_leader_epoch_checkpoint,
-    read_meta_properties,
-    read_offset_checkpoint,
-    read_partition_metadata,
     read_producer_snapshot,
     read_txn_index,
-    segment_file_name,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -422,7 +427,8 @@ def test_the_readers_open_files_read_only_and_never_raise_on_garbage(tmp_path, m
 
 def test_the_segment_readers_import_neither_django_nor_the_console():
     code = (
-        "import sys; import broker.segments.indexes, broker.segments.sidefiles; "
+        "import sys; import broker.segments.indexes, broker.segments.sidefiles, broker.segments.checkpoints, "
+        "broker.segments.names; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'console')); "
         "print(bad); sys.exit(1 if bad else 0)"
     )

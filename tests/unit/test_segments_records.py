@@ -41,6 +41,7 @@ from broker.segments import (
     scan_log,
     segment_base_offset,
 )
+from broker.segments import legacy as legacy_module
 from broker.segments import records as records_module
 
 INT_MAX = 2**31 - 1
@@ -331,6 +332,7 @@ def test_listing_batches_does_not_decompress(tmp_path: Path, monkeypatch: pytest
         raise AssertionError("decompressed while listing")
 
     monkeypatch.setattr(records_module, "decompress", refuse)
+    monkeypatch.setattr(legacy_module, "decompress", refuse)
     batches, findings, _ = read_all(path)
     assert [b.codec_name for b in batches] == ["zstd", "gzip"]
     assert findings == []

@@ -1,0 +1,371 @@
+"""``python -m broker.segments dump``: what Kafka's ``kafka-dump-log`` (DumpLogSegments) prints, line for
+line where the information is the same, read by this package instead of a JVM.
+
+Files are dispatched by suffix as the tool does: ``.log`` (and KRaft ``.checkpoint`` snapshots) list their
+batches, and with ``--deep-iteration`` their records; ``.index`` and ``.timeindex`` list their entries
+and check them against the segment's ``.log``; ``.snapshot`` and ``.txnindex`` list their entries.
+Reports the tool writes to stderr (index mismatches, time index errors, non-consecutive offsets) come at
+the end, as its do. Where the tool would die on damage (a cut-off or zero-filled tail, a failed index
+sanity check), this prints what it found on stderr and goes on with the next file.
+
+``--json`` prints the same as JSON lines instead: one object per batch, record, index entry, side-file
+entry and finding, each with its ``file`` and ``type``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from broker.segments.findings import Finding
+from broker.segments.indexes import (
+    check_offset_index,
+    check_time_index,
+    dump_offset_index,
+    dump_time_index,
+    log_lookups,
+    offset_index_mismatch_lines,
+    read_offset_index,
+    read_time_index,
+    sanity_check,
+    time_index_error_lines,
+)
+from broker.segments.logfile import STOP_PREALLOCATED, LogReader, segment_base_offset
+from broker.segments.records import Batch, Record
+
+NO_LIMIT = 2**31 - 1  # the tool's default --max-bytes (Integer.MAX_VALUE)
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    """kafka-dump-log's options, by the same names (``--print-data-log`` implies deep iteration)."""
+
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    index_sanity_check: bool = False
+    verify_index_only: bool = False
+    skip_record_metadata: bool = False
+    max_bytes: int = NO_LIMIT
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    json: bool = False
+
+    @property
+    def deep(self) -> bool:
+        return self.deep_iteration or self.print_data_log
+
+
+@dataclass
+class _Reports:
+    """What the tool prints on stderr after every file, gathered per file in the order they come."""
+
+    index_mismatches: list[str] = field(default_factory=list)
+    time_index_errors: list[str] = field(default_factory=list)
+    non_consecutive: list[str] = field(default_factory=list)
+
+
+class _Out:
+    """Lines to stdout and stderr, or JSON objects to stdout."""
+
+    def __init__(self, out: TextIO, err: TextIO, as_json: bool) -> None:
+        self.out, self.err, self.as_json = out, err, as_json
+
+    def line(self, text: str) -> None:
+        if not self.as_json:
+            self.out.write(text + "\n")
+
+    def error(self, text: str) -> None:
+        if not self.as_json:
+            self.err.write(text + "\n")
+
+    def obj(self, kind: str, file: str, **values: Any) -> None:
+        if self.as_json:
+            self.out.write(json.dumps({"type": kind, "file": file, **values}, default=_jsonable) + "\n")
+
+    def finding(self, f: Finding) -> None:
+        if self.as_json:
+            self.obj("finding", f.file, **{k: v for k, v in f.as_dict().items() if k != "file"})
+        else:
+            where = f" at byte {f.position}" if f.position is not None else ""
+            self.err.write(f"{f.file}{where}: {f.message}\n")
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def dump(files: list[str], options: DumpOptions, out: TextIO, err: TextIO) -> int:
+    """Dump each of ``files`` to ``out`` (and the tool's reports to ``err``); returns the exit status: 0,
+    or 1 when any file could not be read at all or held damage."""
+    sink = _Out(out, err, options.json)
+    reports = _Reports()
+    damaged = False
+    for name in files:
+        sink.line(f"Dumping {name}")
+        suffix = os.path.splitext(name)[1]
+        try:
+            if suffix in (".log", ".checkpoint"):
+                damaged |= _dump_log(name, options, sink, reports)
+            elif suffix == ".index":
+                damaged |= _dump_index(name, options, sink, reports)
+            elif suffix == ".timeindex":
+                damaged |= _dump_time_index(name, options, sink, reports)
+            elif suffix == ".snapshot":
+                damaged |= _dump_snapshot(name, sink)
+            elif suffix == ".txnindex":
+                damaged |= _dump_txn_index(name, sink)
+            else:
+                sink.error(f"Ignoring unknown file {name}")
+        except OSError as exc:
+            sink.error(f"{name}: cannot be read: {exc.strerror or exc}")
+            sink.obj("error", name, message=str(exc))
+            damaged = True
+    for line in (*reports.index_mismatches, *reports.time_index_errors, *reports.non_consecutive):
+        sink.error(line)
+    return 1 if damaged else 0
+
+
+# ---------------------------------------------------------------- .log
+
+
+def _dump_log(name: str, options: DumpOptions, sink: _Out, reports: _Reports) -> bool:
+    base = segment_base_offset(name)
+    if name.endswith(".log"):
+        sink.line(f"Log starting offset: {base if base is not None else _leading_number(name)}")
+    else:
+        from broker.segments import parse_kraft_snapshot_name
+
+        snapshot = parse_kraft_snapshot_name(os.path.basename(name))
+        if snapshot is not None:
+            sink.line(f"Snapshot end offset: {snapshot.end_offset}, epoch: {snapshot.epoch}")
+    findings: list[Finding] = []
+    limit = None if options.max_bytes >= NO_LIMIT else options.max_bytes
+    reader = LogReader(name, end=limit, findings=findings)
+    valid = 0
+    previous = -1
+    skipped: list[tuple[int, int]] = []
+    for batch in reader:
+        if sink.as_json:
+            sink.obj("batch", name, **{k: v for k, v in batch.as_dict().items() if k != "file"})
+        else:
+            sink.line(_batch_line(batch, valid))
+        if options.deep:
+            records, trouble = batch.records()
+            findings.extend(trouble)
+            for record in records:
+                if previous != -1 and record.offset != previous + 1:
+                    skipped.append((previous, record.offset))
+                previous = record.offset
+                if sink.as_json:
+                    sink.obj("record", name, **_record_json(record, options))
+                else:
+                    sink.line(_record_line(batch, record, options))
+        valid += batch.size
+    trailing = reader.invalid_bytes_at_end
+    if trailing > 0 and limit is None and reader.stop_reason != STOP_PREALLOCATED:
+        sink.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(name)}")
+    for f in findings:
+        sink.finding(f)
+    if skipped:
+        reports.non_consecutive.append(f"Non-consecutive offsets in {os.path.abspath(name)}")
+        reports.non_consecutive += [f"  {first} is followed by {second}" for first, second in reversed(skipped)]
+    return bool(findings) or (trailing > 0 and reader.stop_reason != STOP_PREALLOCATED)
+
+
+def _leading_number(name: str) -> str:
+    stem = os.path.basename(name).split(".")[0]
+    return stem if stem.isdigit() else "unknown (the file name is not a base offset)"
+
+
+def _batch_line(batch: Batch, position: int) -> str:
+    """kafka-dump-log's line for one batch; ``position`` counts the bytes of the batches before it, as
+    the tool does (the file position, unless damage was stepped over)."""
+    if batch.magic >= 2:
+        horizon = (
+            "OptionalLong.empty" if batch.delete_horizon_ms is None else f"OptionalLong[{batch.delete_horizon_ms}]"
+        )
+        head = (
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.count} "
+            f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
+            f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
+            f"deleteHorizonMs: {horizon}"
+        )
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (
+        f"{head} position: {position} {batch.timestamp_type}: {batch.max_timestamp} size: {batch.size} "
+        f"magic: {batch.magic} compresscodec: {batch.codec_name} crc: {batch.crc} isvalid: {_bool(batch.crc_valid)}"
+    )
+
+
+def _record_line(batch: Batch, record: Record, options: DumpOptions) -> str:
+    """kafka-dump-log's ``| offset: ...`` line for one record (with --deep-iteration)."""
+    parts: list[str] = []
+    prefix = "| "
+    if not options.skip_record_metadata:
+        parts.append(
+            f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
+            f"keySize: {record.key_size} valueSize: {record.value_size}"
+        )
+        prefix = " "
+        if batch.magic >= 2:
+            parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(record.header_keys)}]")
+        else:
+            parts.append(f" isValid: {_bool(bool(record.crc_valid))} crc: {record.crc}}}")
+        if batch.is_control:
+            parts.append(_control_text(record))
+    if options.print_data_log and not batch.is_control:
+        if record.key is not None:
+            parts.append(f"{prefix}key: {_text(record.key)}")
+            prefix = " "
+        if record.value is not None:
+            parts.append(f" payload: {_text(record.value)}")
+    return "".join(parts)
+
+
+def _control_text(record: Record) -> str:
+    if record.control_type in ("COMMIT", "ABORT"):
+        return f" endTxnMarker: {record.control_type} coordinatorEpoch: {record.coordinator_epoch}"
+    return f" controlType: {record.control_type}({record.control_type_id})"
+
+
+def _record_json(record: Record, options: DumpOptions) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "timestamp_type": record.timestamp_type,
+        "key_size": record.key_size,
+        "value_size": record.value_size,
+        "sequence": record.sequence,
+        "header_keys": record.header_keys,
+    }
+    if record.crc is not None:
+        data.update(crc=record.crc, crc_valid=record.crc_valid)
+    if record.control_type is not None:
+        data.update(control_type=record.control_type, coordinator_epoch=record.coordinator_epoch)
+    if options.print_data_log and record.control_type is None:
+        data.update(key=None if record.key is None else _text(record.key))
+        data.update(payload=None if record.value is None else _text(record.value))
+    return data
+
+
+def _text(raw: bytes) -> str:
+    """Bytes as the tool's default StringDecoder shows them: UTF-8, malformed bytes replaced."""
+    return raw.decode("utf-8", "replace")
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# ---------------------------------------------------------------- indexes
+
+
+def _log_of(index_path: str) -> str:
+    directory, base = os.path.split(os.path.abspath(index_path))
+    return os.path.join(directory, base.split(".")[0] + ".log")
+
+
+def _batch_summaries(log_path: str, findings: list[Finding]) -> Iterator[tuple[int, int, int, int]]:
+    for batch in LogReader(log_path, findings=findings):
+        yield batch.position, batch.base_offset, batch.last_offset, batch.max_timestamp
+
+
+def _dump_index(name: str, options: DumpOptions, sink: _Out, reports: _Reports) -> bool:
+    index = read_offset_index(name)
+    damaged = _report(index.findings, sink)
+    if options.index_sanity_check and index.slots:
+        failed = sanity_check(index)
+        for f in failed:
+            sink.finding(f)
+        if failed:
+            return True
+    for line in dump_offset_index(
+        index, name=name, verify_only=options.verify_index_only, index_sanity_check=options.index_sanity_check
+    ):
+        sink.line(line)
+    if index.slots == 0 or options.index_sanity_check:
+        return damaged
+    log_findings: list[Finding] = []
+    batch_at, _ = log_lookups(_batch_summaries(_log_of(name), log_findings))
+    checks = check_offset_index(index, batch_at)
+    for check in checks:
+        sink.obj("index_entry", name, offset=check.offset, position=check.position, ok=check.ok)
+    mismatches = offset_index_mismatch_lines(checks, name)
+    reports.index_mismatches += mismatches
+    return damaged or bool(mismatches)
+
+
+def _dump_time_index(name: str, options: DumpOptions, sink: _Out, reports: _Reports) -> bool:
+    index = read_time_index(name)
+    damaged = _report(index.findings, sink)
+    if options.index_sanity_check:
+        failed = sanity_check(index)
+        for f in failed:
+            sink.finding(f)
+        if failed:
+            return True
+    for line in dump_time_index(
+        index, name=name, verify_only=options.verify_index_only, index_sanity_check=options.index_sanity_check
+    ):
+        sink.line(line)
+    if options.index_sanity_check:
+        return damaged
+    offsets_path = _log_of(name)[: -len(".log")] + ".index"
+    offsets = read_offset_index(offsets_path) if os.path.exists(offsets_path) else None
+    _, batch_holding = log_lookups(_batch_summaries(_log_of(name), []), offsets)
+    checks = check_time_index(index, batch_holding)
+    for check in checks:
+        sink.obj("timeindex_entry", name, timestamp=check.timestamp, offset=check.offset, ok=check.ok)
+    errors = time_index_error_lines(checks, name)
+    reports.time_index_errors += errors
+    return damaged or bool(errors)
+
+
+def _report(findings: list[Finding], sink: _Out) -> bool:
+    for f in findings:
+        sink.finding(f)
+    return bool(findings)
+
+
+# ---------------------------------------------------------------- side files
+
+
+def _dump_snapshot(name: str, sink: _Out) -> bool:
+    from broker.segments import dump_producer_snapshot, producer_snapshot_error_lines, read_producer_snapshot
+
+    snapshot = read_producer_snapshot(name)
+    for line in dump_producer_snapshot(snapshot):
+        sink.line(line)
+    for entry in snapshot.entries:
+        sink.obj("producer", name, **_fields(entry))
+    for line in producer_snapshot_error_lines(snapshot):
+        sink.error(line)
+    return _report(snapshot.findings, sink)
+
+
+def _dump_txn_index(name: str, sink: _Out) -> bool:
+    from broker.segments import dump_txn_index, read_txn_index
+
+    index = read_txn_index(name)
+    for line in dump_txn_index(index):
+        sink.line(line)
+    for entry in index.entries:
+        sink.obj("aborted_transaction", name, **_fields(entry))
+    return _report(index.findings, sink)
+
+
+def _fields(entry: object) -> dict[str, Any]:
+    """A dataclass's or named tuple's fields."""
+    as_dict: Callable[[], dict[str, Any]] | None = getattr(entry, "_asdict", None)
+    if as_dict is not None:
+        return dict(as_dict())
+    names = getattr(entry, "__dataclass_fields__", {})
+    return {n: getattr(entry, n) for n in names}
