@@ -40,6 +40,9 @@ class ClusterConfig:
     # Seconds an answer about the cluster (topic list, a topic, the groups) is shared by the pages and
     # live views asking the same; 0 asks the cluster every time (see broker/sharing.py).
     max_age: float = 1.0
+    # Folders on the console's machine under which the brokers' log dirs can be read (the embedded
+    # cluster's, or a mounted volume): the segment pages open files there and nowhere else.
+    log_dir_roots: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_cluster_config(self)

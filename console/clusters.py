@@ -55,7 +55,16 @@ def default_cluster_from_env() -> ClusterConfig:
         read_only=env_bool("KAZAMI_READ_ONLY", False),
         timeout=env_float("KAZAMI_KAFKA_TIMEOUT", 2.5, minimum=0.1),
         max_age=env_float("KAZAMI_MAX_AGE", 1.0, minimum=0.0),
+        log_dir_roots=_log_dir_roots(os.environ.get("KAZAMI_LOG_DIRS")),
     )
+
+
+def _log_dir_roots(value: str | None) -> tuple[str, ...]:
+    """``KAZAMI_LOG_DIRS`` (folders separated by ``:``); unset, the project's ``var/`` folder, where the
+    embedded clusters keep their log dirs."""
+    if value is None:
+        return (str(Path(__file__).resolve().parent.parent / "var"),)
+    return tuple(p for p in value.split(os.pathsep) if p.strip())
 
 
 def clusters_from_file(path: Path, timeout: float, max_age: float = 1.0) -> list[ClusterConfig]:
@@ -94,6 +103,7 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float, max_a
         read_only=bool(table.get("read_only", False)),
         timeout=float(table.get("timeout", timeout)),
         max_age=float(table.get("max_age", max_age)),
+        log_dir_roots=tuple(str(p) for p in table.get("log_dirs", [])),
     )
 
 

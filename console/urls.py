@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import access, analytics, api, groups, messages, pages, topics
+from console.views import access, analytics, api, disks, groups, messages, pages, topics
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -10,6 +10,9 @@ PARTITION = TOPIC + "partitions/<int:partition>/"
 # A group id may hold "/" (Kafka allows any string), so it is a path; the pages under a group
 # come before the group's own page, which would otherwise swallow them.
 GROUP = CLUSTER + "groups/<path:group>/"
+BROKER = CLUSTER + "brokers/<int:broker>/"
+REPLICA = BROKER + "partitions/<str:topic>/<int:partition>/"
+SEGMENT = REPLICA + "segments/<int:base>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
@@ -36,6 +39,14 @@ urlpatterns = [
     path(TOPIC + "tail/", messages.tail, name="topic-tail"),
     path(TOPIC + "produce/", messages.produce, name="topic-produce"),
     path(TOPIC + "schema/", messages.upload_schema, name="topic-schema"),
+    # Disks: log dirs, segment files, batches, indexes
+    path(CLUSTER + "disks/", disks.logdirs_page, name="disks"),
+    path(BROKER + "logdirs/", disks.logdirs_page, name="broker-logdirs"),
+    path(REPLICA + "segments/", disks.segments_page, name="segments"),
+    path(SEGMENT, disks.segment_page, name="segment"),
+    path(SEGMENT + "batches/<int:position>/", disks.batch_page, name="segment-batch"),
+    path(SEGMENT + "index/", disks.index_page, {"kind": "index"}, name="segment-index"),
+    path(SEGMENT + "timeindex/", disks.index_page, {"kind": "timeindex"}, name="segment-timeindex"),
     # Consumer groups
     path(CLUSTER + "groups/", groups.group_list, name="group-list"),
     path(CLUSTER + "groups-report.<str:fmt>", groups.export, name="group-export"),
@@ -69,6 +80,12 @@ urlpatterns = [
     path(f"api/{PARTITION}messages", api.messages_page, name="api-messages"),
     path(f"api/{PARTITION}messages/", api.messages_page),
     path(f"api/{PARTITION}messages/<int:offset>", api.message, name="api-message"),
+    path(f"api/{BROKER}logdirs/", disks.logdirs_api, name="api-logdirs"),
+    path(f"api/{REPLICA}segments/", disks.segments_api, name="api-segments"),
+    path(f"api/{SEGMENT}batches", disks.batches_api, name="api-segment-batches"),
+    path(f"api/{SEGMENT}batches/<int:position>/records", disks.records_api, name="api-segment-records"),
+    path(f"api/{SEGMENT}index", disks.index_api, {"kind": "index"}, name="api-segment-index"),
+    path(f"api/{SEGMENT}timeindex", disks.index_api, {"kind": "timeindex"}, name="api-segment-timeindex"),
     path(f"api/{CLUSTER}groups/", api.group_list, name="api-group-list"),
     path(f"api/{GROUP}reset/", api.group_reset, name="api-group-reset"),
     path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
