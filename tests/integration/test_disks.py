@@ -27,7 +27,9 @@ def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Clien
 @pytest.fixture
 def topic(kafka_cluster: launcher.ClusterLayout) -> str:
     """A topic on broker 0 alone, in small segments: 300 records over several segments."""
-    name = create_topic(unique("disk"), assignments={0: [0]}, configs={"segment.bytes": "2048", "index.interval.bytes": "100"})
+    name = create_topic(
+        unique("disk"), assignments={0: [0]}, configs={"segment.bytes": "2048", "index.interval.bytes": "100"}
+    )
     for start in range(0, 300, 10):
         produce(
             name, [(f"k{i}".encode(), json.dumps({"n": i}).encode()) for i in range(start, start + 10)], partition=0
