@@ -327,3 +327,15 @@ def batch_records(log: Path, position: int) -> tuple[Batch, list[Record], list[F
         raise NotFound(f"No batch starts at byte {position} of {log.name}.")
     records, trouble = batch.records()
     return batch, records, findings + trouble
+
+
+def segment_holding(pdir: Path, offset: int) -> int | None:
+    """The base offset of the segment that would hold ``offset`` (the last one starting at or before it)."""
+    bases = [b for b in segment_bases(pdir) if b <= offset]
+    return bases[-1] if bases else None
+
+
+def locate(log: Path, offset: int) -> Batch | None:
+    """The batch holding ``offset`` in a segment (or the first after it, compacted away), from the offset
+    index's hint as Kafka looks it up."""
+    return find_batch_by_offset(log, offset, _index_hint(log, offset))

@@ -8,11 +8,13 @@ from dataclasses import asdict
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from broker import logdirs
+from broker import logdirs, topics
 from broker.decode import decode, wire_value
+from broker.errors import KazamiError, NotFound
 from broker.segments import (
     LogReader,
     check_offset_index,
@@ -245,6 +247,48 @@ def records_api(
         "records": [_record_json(r) for r in records],
         "findings": [f.as_dict() for f in findings],
     }
+
+
+@require_GET
+@page_view
+def on_disk(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:
+    """The message page's "on disk" part (loaded after the page): for each replica of the partition, a
+    link to the batch holding ``offset`` in its files, or why they cannot be opened."""
+    conn = get_connection(cluster)
+    try:
+        info = next((p for p in topics.get_topic_partitions(conn, topic) if p.partition == partition), None)
+    except KazamiError as exc:
+        return render(request, "disks/_on_disk.html", {"error": str(exc)})
+    if info is None:
+        raise NotFound(f"Topic {topic!r} has no partition {partition}.")
+    replicas: list[tuple[int, str | None, str]] = []
+    for broker in info.replicas:
+        try:
+            pdir = logdirs.replica_dir(conn, broker, topic, partition)
+        except KazamiError as exc:
+            replicas.append((broker, None, str(exc)))
+            continue
+        url = reverse(
+            "replica-offset",
+            kwargs={"cluster": cluster, "broker": broker, "topic": topic, "partition": partition, "offset": offset},
+        )
+        replicas.append((broker, url, str(pdir)))
+    return render(request, "disks/_on_disk.html", {"replicas": replicas, "offset": offset})
+
+
+@require_GET
+@page_view
+def replica_offset(
+    request: HttpRequest, cluster: str, broker: int, topic: str, partition: int, offset: int
+) -> HttpResponse:
+    """Redirect to the batch holding ``offset`` in broker ``broker``'s files of the partition."""
+    pdir = logdirs.replica_dir(get_connection(cluster), broker, topic, partition)
+    base = logdirs.segment_holding(pdir, offset)
+    batch = logdirs.locate(logdirs.segment_path(pdir, base), offset) if base is not None else None
+    if base is None or batch is None:
+        raise NotFound(f"Broker {broker}'s files of {topic}-{partition} hold no batch with offset {offset}.")
+    kwargs = {"cluster": cluster, "broker": broker, "topic": topic, "partition": partition, "base": base}
+    return redirect(reverse("segment-batch", kwargs={**kwargs, "position": batch.position}) + f"#rec-{offset}")
 
 
 # ---------------------------------------------------------------- indexes

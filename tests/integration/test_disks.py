@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,23 @@ def test_names_that_lead_out_of_the_log_dir_are_refused(
         outside.unlink()
     page = client.get("/clusters/local/brokers/0/partitions/x..y/0/segments/123/")
     assert page.status_code == 404
+
+
+def test_a_message_page_links_to_its_batch_on_every_replica(
+    client: Client, kafka_cluster: launcher.ClusterLayout
+) -> None:
+    name = create_topic(unique("diskmsg"), partitions=1, replication=3)
+    produce(name, [(f"k{i}".encode(), f"value-{i}".encode()) for i in range(40)], partition=0)
+    message_page = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/17/")
+    assert b'hx-get="/clusters/local/topics/' in message_page.content
+    on_disk = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/17/on-disk/").content.decode()
+    links = re.findall(r'<a href="([^"]+)" data-broker="(\d)">', on_disk)
+    assert sorted(int(b) for _, b in links) == [0, 1, 2]
+    for url, broker in links:
+        batch = client.get(url, follow=True)
+        assert batch.status_code == 200
+        assert batch.redirect_chain[-1][0].startswith(
+            f"/clusters/local/brokers/{broker}/partitions/{name}/0/segments/0/batches/"
+        )
+        assert b'id="rec-17"' in batch.content
+        assert b"value-17" in batch.content
