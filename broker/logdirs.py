@@ -21,16 +21,20 @@ from kafka import KafkaAdminClient
 from broker.connection import ClusterConnection
 from broker.errors import InvalidInput, NotFound
 from broker.segments import (
+    AbortedTxn,
     Batch,
     Finding,
     LogReader,
+    ProducerSnapshot,
     Record,
     find_batch_at_or_after,
     find_batch_by_offset,
     parse_segment_file_name,
     read_batch_at,
     read_offset_index,
+    read_producer_snapshot,
     read_time_index,
+    read_txn_index,
     sanity_check,
     scan_log,
 )
@@ -339,3 +343,38 @@ def locate(log: Path, offset: int) -> Batch | None:
     """The batch holding ``offset`` in a segment (or the first after it, compacted away), from the offset
     index's hint as Kafka looks it up."""
     return find_batch_by_offset(log, offset, _index_hint(log, offset))
+
+
+# ---------------------------------------------------------------- producers and aborted transactions
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """A replica's newest producer snapshot and every aborted transaction its segments' .txnindex hold."""
+
+    snapshot: ProducerSnapshot | None  # the newest .snapshot file, None when there is none yet
+    snapshots: int
+    aborted: list[AbortedTxn]
+    findings: list[Finding]
+
+
+def producer_state(pdir: Path) -> ProducerState:
+    snapshots, txn_indexes = [], []
+    for entry in os.scandir(pdir):
+        named = parse_segment_file_name(entry.name)
+        if named is None or named.transient:
+            continue
+        if named.suffix == ".snapshot":
+            snapshots.append((named.base_offset, entry.name))
+        elif named.suffix == ".txnindex":
+            txn_indexes.append((named.base_offset, entry.name))
+    findings: list[Finding] = []
+    snapshot = read_producer_snapshot(inside(pdir, max(snapshots)[1])) if snapshots else None
+    if snapshot is not None:
+        findings += snapshot.findings
+    aborted: list[AbortedTxn] = []
+    for _, name in sorted(txn_indexes):
+        index = read_txn_index(inside(pdir, name))
+        aborted += index.entries
+        findings += index.findings
+    return ProducerState(snapshot, len(snapshots), aborted, findings)

@@ -249,6 +249,42 @@ def records_api(
     }
 
 
+def _producers(cluster: str, broker: int, topic: str, partition: int) -> logdirs.ProducerState:
+    return logdirs.producer_state(logdirs.replica_dir(get_connection(cluster), broker, topic, partition))
+
+
+@require_GET
+@page_view
+def producers_page(request: HttpRequest, cluster: str, broker: int, topic: str, partition: int) -> HttpResponse:
+    state = _producers(cluster, broker, topic, partition)
+    return render(
+        request,
+        "disks/producers.html",
+        {
+            "cluster": cluster,
+            "broker": broker,
+            "topic": topic,
+            "partition": partition,
+            "state": state,
+            "findings": state.findings,
+            "crumb": f"{topic}-{partition} producers on broker {broker}",
+        },
+    )
+
+
+@require_GET
+@api_view
+def producers_api(request: HttpRequest, cluster: str, broker: int, topic: str, partition: int) -> Any:
+    state = _producers(cluster, broker, topic, partition)
+    snapshot = state.snapshot
+    return {
+        "snapshot_offset": snapshot.offset if snapshot else None,
+        "producers": [e._asdict() for e in snapshot.entries] if snapshot else [],
+        "aborted_transactions": [t._asdict() for t in state.aborted],
+        "findings": [f.as_dict() for f in state.findings],
+    }
+
+
 @require_GET
 @page_view
 def on_disk(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:

@@ -134,3 +134,28 @@ def test_a_message_page_links_to_its_batch_on_every_replica(
         )
         assert b'id="rec-17"' in batch.content
         assert b"value-17" in batch.content
+
+
+def test_producer_snapshots_and_aborted_transactions(client: Client, kafka_cluster: launcher.ClusterLayout) -> None:
+    from kafka import KafkaProducer
+
+    from tests.conftest import BOOTSTRAP
+
+    name = create_topic(unique("diskprod"), assignments={0: [0]}, configs={"segment.bytes": "1024"})
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), transactional_id=unique("disk-tx"))
+    producer.init_transactions()
+    for end in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.send(name, key=b"k", value=b"x" * 100 + str(i).encode(), partition=0)
+        producer.flush()
+        producer.commit_transaction() if end == "commit" else producer.abort_transaction()
+    producer.close()
+    state = api(client, f"brokers/0/partitions/{name}/0/producers/")
+    [aborted] = state["aborted_transactions"]
+    assert (aborted["first_offset"], aborted["last_offset"]) == (6, 11)  # 5 records after commit marker 5; marker 11
+    assert state["snapshot_offset"] is not None  # segments rolled: the broker wrote producer snapshots
+    assert [p["producer_id"] for p in state["producers"]] == [aborted["producer_id"]]
+    page = client.get(f"/clusters/local/brokers/0/partitions/{name}/0/producers/")
+    assert page.status_code == 200
+    assert b'id="aborted"' in page.content
