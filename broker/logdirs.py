@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,11 @@ from broker.segments import (
     LogReader,
     ProducerSnapshot,
     Record,
+    check_offset_index,
+    check_time_index,
     find_batch_at_or_after,
     find_batch_by_offset,
+    log_lookups,
     parse_segment_file_name,
     read_batch_at,
     read_offset_index,
@@ -378,3 +384,108 @@ def producer_state(pdir: Path) -> ProducerState:
         aborted += index.entries
         findings += index.findings
     return ProducerState(snapshot, len(snapshots), aborted, findings)
+
+
+# ---------------------------------------------------------------- checking every segment
+
+
+@dataclass
+class CheckProgress:
+    """Where a check of a replica's segments is: bytes of .log read of ``total_bytes``."""
+
+    segments: int = 0  # in the replica
+    checked: int = 0  # segments done
+    current: int | None = None  # base offset being read
+    done_bytes: int = 0
+    total_bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    done: bool = False
+    cancelled: bool = False
+
+
+def check_replica(
+    pdir: Path,
+    on_progress: Callable[[CheckProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    report_every: float = 0.25,
+) -> CheckProgress:
+    """Read every segment of a replica whole: every batch's CRC, every record decoded and decompressed,
+    offsets in order, and both indexes checked entry by entry against the log. ``on_progress`` hears
+    where it is every ``report_every`` seconds and at the end (``done`` set)."""
+    bases = segment_bases(pdir)
+    progress = CheckProgress(segments=len(bases))
+    progress.total_bytes = sum((pdir / f"{b:020d}.log").stat().st_size for b in bases)
+    last_report = 0.0
+
+    def report(force: bool = False) -> None:
+        nonlocal last_report
+        if on_progress is not None and (force or time.monotonic() - last_report >= report_every):
+            last_report = time.monotonic()
+            on_progress(progress)
+
+    try:
+        for i, base in enumerate(bases):
+            progress.current = base
+            log = segment_path(pdir, base)
+            start_bytes = progress.done_bytes
+            summaries = []
+            for batch in LogReader(log, findings=progress.findings):
+                if cancel is not None and cancel.is_set():
+                    progress.cancelled = True
+                    return progress
+                records, trouble = batch.records()
+                progress.findings += trouble
+                progress.batches += 1
+                progress.records += len(records)
+                progress.done_bytes = start_bytes + batch.next_position
+                summaries.append((batch.position, batch.base_offset, batch.last_offset, batch.max_timestamp))
+                report()
+            progress.findings += _index_findings(pdir, base, summaries, active=i == len(bases) - 1)
+            progress.checked += 1
+            progress.done_bytes = start_bytes + log.stat().st_size
+            report()
+    finally:
+        progress.done = True
+        progress.current = None
+        report(force=True)
+    return progress
+
+
+def _index_findings(pdir: Path, base: int, summaries: list[tuple[int, int, int, int]], active: bool) -> list[Finding]:
+    """Findings for a segment's indexes: the broker's startup check and every entry against the log."""
+    found: list[Finding] = []
+    offsets_path, times_path = pdir / f"{base:020d}.index", pdir / f"{base:020d}.timeindex"
+    offsets = read_offset_index(offsets_path) if offsets_path.is_file() else None
+    batch_at, holding = log_lookups(summaries, offsets)
+    if offsets is not None:
+        found += offsets.findings + sanity_check(offsets, whole_file=not active)
+        for c in check_offset_index(offsets, batch_at):
+            if not c.ok and not offsets.blank:
+                found.append(
+                    Finding(
+                        str(offsets_path),
+                        c.slot * 8,
+                        "index_mismatch",
+                        f"index entry {c.slot} says offset {c.offset} is in the batch at byte {c.position}, "
+                        f"but the batch there ends at {c.log_offset}",
+                        expected=str(c.offset),
+                        found=str(c.log_offset),
+                    )
+                )
+    if times_path.is_file():
+        times = read_time_index(times_path)
+        found += times.findings + sanity_check(times, whole_file=not active)
+        for t in check_time_index(times, holding):
+            if not t.ok and not times.blank:
+                found.append(
+                    Finding(
+                        str(times_path),
+                        t.slot * 12,
+                        "timeindex_mismatch",
+                        f"time index entry {t.slot} (timestamp {t.timestamp}, offset {t.offset}) does not match "
+                        f"the log (batch ending at {t.log_offset}, max timestamp {t.log_timestamp})",
+                    )
+                )
+    return found

@@ -32,6 +32,9 @@ def test_from_the_overview_to_a_batch_on_disk(console_url: str, page: Any, artif
     rows = page.locator("#segments tbody tr")
     assert rows.count() >= 2
     assert "active" in rows.last.inner_text()
+    page.click("#check-start")
+    page.locator("#check-state", has_text="every segment reads clean").wait_for(timeout=20_000)
+    assert "200 records" in page.locator("#check-progress").inner_text()
     page.screenshot(path=str(artifacts / "segments.png"), full_page=True)
     rows.first.locator("a").first.click()
     page.wait_for_url("**/segments/0/")
