@@ -18,6 +18,8 @@ next to everything that could still be read. Nothing in this package imports Dja
 - ``sidefiles``: ``.txnindex`` and producer ``.snapshot`` files, and kafka-dump-log's lines for them.
 - ``checkpoints``: offset checkpoints, ``leader-epoch-checkpoint``, ``partition.metadata``, ``meta.properties``.
 - ``names``: segment file, partition directory and KRaft snapshot names, taken apart and built.
+- ``protocol``: Kafka's message encoding (as its generated classes read it) and JSON as its tools print it.
+- ``decoders``: ``__consumer_offsets`` and ``__transaction_state`` records as kafka-dump-log's decoders show them.
 - ``dump`` and ``__main__``: ``python -m broker.segments dump``, kafka-dump-log's output from these readers.
 
 The package re-exports every module's public classes, functions and type aliases and the constants that
@@ -44,6 +46,7 @@ from broker.segments.checkpoints import (
     read_partition_metadata,
 )
 from broker.segments.compression import CODEC_NAMES, CompressionError, codec_name, decompress
+from broker.segments.decoders import offsets_key_payload, transaction_key_payload
 from broker.segments.findings import Finding
 from broker.segments.indexes import (
     BatchAt,
@@ -177,6 +180,7 @@ __all__ = [
     "kraft_snapshot_file_name",
     "log_lookups",
     "offset_index_mismatch_lines",
+    "offsets_key_payload",
     "parse_java_properties",
     "parse_kraft_snapshot_name",
     "parse_partition_dir_name",
@@ -199,4 +203,5 @@ __all__ = [
     "segment_base_offset",
     "segment_file_name",
     "time_index_error_lines",
+    "transaction_key_payload",
 ]
