@@ -17,6 +17,7 @@ from bench import (
     bench_load,
     bench_messages,
     bench_overview,
+    bench_segments,
     bench_topics,
     bench_up,
 )
@@ -32,10 +33,13 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "load": bench_load.run,
     "backfill": bench_backfill.run,
     "analytics": bench_analytics.run,
+    "segments_dump": bench_segments.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
 OWN_CLUSTER = {"cluster_up", "load"}
+# Benchmarks that need no cluster at all (they write the files they read).
+NO_CLUSTER = {"segments_dump"}
 
 
 def write_summary() -> None:
@@ -46,12 +50,13 @@ def write_summary() -> None:
         "in the same run (see each benchmark's docstring in `bench/`).",
         "",
     ]
+    shown = ("ratio_", "console_", "reference_", "groups_", "outputs_")
     for path in sorted(RESULTS.glob("*.json")):
         data: dict[str, Any] = json.loads(path.read_text())
         lines.append(f"## {data['benchmark']} ({data['measured_at']}, {data['machine']['cpus']} CPUs)")
         lines.append("")
         for key, value in data.items():
-            if key.startswith(("ratio_", "console_", "reference_", "groups_")) or key.endswith(("_s", "_ms")):
+            if key.startswith(shown) or key.endswith(("_s", "_ms")):
                 lines.append(f"- `{key}`: {json.dumps(value)}")
         lines.append("")
     (RESULTS / "summary.md").write_text("\n".join(lines))
@@ -102,7 +107,7 @@ def main(argv: list[str]) -> int:
     shared_up = False
     try:
         for name in chosen:
-            if name not in OWN_CLUSTER and not shared_up:
+            if name not in OWN_CLUSTER | NO_CLUSTER and not shared_up:
                 shared_cluster("up")
                 shared_up = True
             elif name == "load" and shared_up:
@@ -112,7 +117,8 @@ def main(argv: list[str]) -> int:
             print(json.dumps(benchmarks[name](), indent=2), flush=True)
             shared_up = shared_up or name == "cluster_up"  # it leaves the shared cluster running
     finally:
-        shared_cluster("down")
+        if any(name not in NO_CLUSTER for name in chosen):
+            shared_cluster("down")
     write_summary()
     print(f"results in {RESULTS}")
     return 0

@@ -8,6 +8,10 @@ Reports the tool writes to stderr (index mismatches, time index errors, non-cons
 the end, as its do. Where the tool would die on damage (a cut-off or zero-filled tail, a failed index
 sanity check), this prints what it found on stderr and goes on with the next file.
 
+A ``.log`` is printed by ``logpass`` (one pass over its batches) with the lines of ``loglines`` (a fast
+path for ordinary v2 batches); with ``--deep-iteration``, a large one into a file or a pipe is dumped on
+every core by ``parallel``, to exactly the same output.
+
 ``--json`` prints the same as JSON lines instead: one object per batch, record, index entry, side-file
 entry and finding, each with its ``file`` and ``type``.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -34,7 +39,9 @@ from broker.segments.indexes import (
     time_index_error_lines,
 )
 from broker.segments.logfile import STOP_PREALLOCATED, LogReader, segment_base_offset
-from broker.segments.records import Batch, Record
+from broker.segments.loglines import text
+from broker.segments.logpass import LineOptions, LogPass, run_pass
+from broker.segments.records import Record
 
 NO_LIMIT = 2**31 - 1  # the tool's default --max-bytes (Integer.MAX_VALUE)
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -52,6 +59,9 @@ class DumpOptions:
     max_bytes: int = NO_LIMIT
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     json: bool = False
+    # Processes dumping one large .log with --deep-iteration (see parallel.py). None: one per CPU when the
+    # output is a file or a pipe and nothing else runs in this process (the CLI), else one.
+    jobs: int | None = None
 
     @property
     def deep(self) -> bool:
@@ -143,17 +153,57 @@ def _dump_log(name: str, options: DumpOptions, sink: _Out, reports: _Reports) ->
         snapshot = parse_kraft_snapshot_name(os.path.basename(name))
         if snapshot is not None:
             sink.line(f"Snapshot end offset: {snapshot.end_offset}, epoch: {snapshot.epoch}")
-    findings: list[Finding] = []
     limit = None if options.max_bytes >= NO_LIMIT else options.max_bytes
+    if sink.as_json:
+        return _dump_log_json(name, options, limit, sink, reports)
+    lines = LineOptions(options.deep, options.print_data_log, options.skip_record_metadata)
+    result: LogPass | None = None
+    if options.deep and limit is None:
+        jobs = _jobs(options, sink.out)
+        if jobs > 1:
+            from broker.segments.parallel import dump_in_parallel
+
+            result = dump_in_parallel(name, jobs, sink.out, lines)
+    if result is None:
+        result = run_pass(name, sink.out.write, lines, end=limit)
+    trailing = result.invalid_bytes_at_end
+    if trailing > 0 and limit is None and result.stop_reason != STOP_PREALLOCATED:
+        sink.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(name)}")
+    for f in result.findings:
+        sink.finding(f)
+    _report_skipped(name, result.skipped, reports)
+    return bool(result.findings) or (trailing > 0 and result.stop_reason != STOP_PREALLOCATED)
+
+
+def _jobs(options: DumpOptions, out: TextIO) -> int:
+    """How many processes dump one large .log: ``options.jobs``, or by default one per CPU this process may
+    use when the output is a file or a pipe and no other thread runs (forking a threaded process is
+    unsafe), else one."""
+    if options.jobs is not None:
+        return options.jobs
+    try:
+        out.fileno()
+    except (OSError, ValueError, AttributeError):
+        return 1
+    if threading.active_count() > 1 or not hasattr(os, "fork"):
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _report_skipped(name: str, skipped: list[tuple[int, int]], reports: _Reports) -> None:
+    if skipped:
+        reports.non_consecutive.append(f"Non-consecutive offsets in {os.path.abspath(name)}")
+        reports.non_consecutive += [f"  {first} is followed by {second}" for first, second in reversed(skipped)]
+
+
+def _dump_log_json(name: str, options: DumpOptions, limit: int | None, sink: _Out, reports: _Reports) -> bool:
+    """``--json``: one object per batch and, with --deep-iteration, per record."""
+    findings: list[Finding] = []
     reader = LogReader(name, end=limit, findings=findings)
-    valid = 0
     previous = -1
     skipped: list[tuple[int, int]] = []
     for batch in reader:
-        if sink.as_json:
-            sink.obj("batch", name, **{k: v for k, v in batch.as_dict().items() if k != "file"})
-        else:
-            sink.line(_batch_line(batch, valid))
+        sink.obj("batch", name, **{k: v for k, v in batch.as_dict().items() if k != "file"})
         if options.deep:
             records, trouble = batch.records()
             findings.extend(trouble)
@@ -161,79 +211,17 @@ def _dump_log(name: str, options: DumpOptions, sink: _Out, reports: _Reports) ->
                 if previous != -1 and record.offset != previous + 1:
                     skipped.append((previous, record.offset))
                 previous = record.offset
-                if sink.as_json:
-                    sink.obj("record", name, **_record_json(record, options))
-                else:
-                    sink.line(_record_line(batch, record, options))
-        valid += batch.size
+                sink.obj("record", name, **_record_json(record, options))
     trailing = reader.invalid_bytes_at_end
-    if trailing > 0 and limit is None and reader.stop_reason != STOP_PREALLOCATED:
-        sink.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(name)}")
     for f in findings:
         sink.finding(f)
-    if skipped:
-        reports.non_consecutive.append(f"Non-consecutive offsets in {os.path.abspath(name)}")
-        reports.non_consecutive += [f"  {first} is followed by {second}" for first, second in reversed(skipped)]
+    _report_skipped(name, skipped, reports)
     return bool(findings) or (trailing > 0 and reader.stop_reason != STOP_PREALLOCATED)
 
 
 def _leading_number(name: str) -> str:
     stem = os.path.basename(name).split(".")[0]
     return stem if stem.isdigit() else "unknown (the file name is not a base offset)"
-
-
-def _batch_line(batch: Batch, position: int) -> str:
-    """kafka-dump-log's line for one batch; ``position`` counts the bytes of the batches before it, as
-    the tool does (the file position, unless damage was stepped over)."""
-    if batch.magic >= 2:
-        horizon = (
-            "OptionalLong.empty" if batch.delete_horizon_ms is None else f"OptionalLong[{batch.delete_horizon_ms}]"
-        )
-        head = (
-            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.count} "
-            f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
-            f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
-            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
-            f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
-            f"deleteHorizonMs: {horizon}"
-        )
-    else:
-        head = f"offset: {batch.last_offset}"
-    return (
-        f"{head} position: {position} {batch.timestamp_type}: {batch.max_timestamp} size: {batch.size} "
-        f"magic: {batch.magic} compresscodec: {batch.codec_name} crc: {batch.crc} isvalid: {_bool(batch.crc_valid)}"
-    )
-
-
-def _record_line(batch: Batch, record: Record, options: DumpOptions) -> str:
-    """kafka-dump-log's ``| offset: ...`` line for one record (with --deep-iteration)."""
-    parts: list[str] = []
-    prefix = "| "
-    if not options.skip_record_metadata:
-        parts.append(
-            f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
-            f"keySize: {record.key_size} valueSize: {record.value_size}"
-        )
-        prefix = " "
-        if batch.magic >= 2:
-            parts.append(f" sequence: {record.sequence} headerKeys: [{','.join(record.header_keys)}]")
-        else:
-            parts.append(f" isValid: {_bool(bool(record.crc_valid))} crc: {record.crc}}}")
-        if batch.is_control:
-            parts.append(_control_text(record))
-    if options.print_data_log and not batch.is_control:
-        if record.key is not None:
-            parts.append(f"{prefix}key: {_text(record.key)}")
-            prefix = " "
-        if record.value is not None:
-            parts.append(f" payload: {_text(record.value)}")
-    return "".join(parts)
-
-
-def _control_text(record: Record) -> str:
-    if record.control_type in ("COMMIT", "ABORT"):
-        return f" endTxnMarker: {record.control_type} coordinatorEpoch: {record.coordinator_epoch}"
-    return f" controlType: {record.control_type}({record.control_type_id})"
 
 
 def _record_json(record: Record, options: DumpOptions) -> dict[str, Any]:
@@ -251,18 +239,9 @@ def _record_json(record: Record, options: DumpOptions) -> dict[str, Any]:
     if record.control_type is not None:
         data.update(control_type=record.control_type, coordinator_epoch=record.coordinator_epoch)
     if options.print_data_log and record.control_type is None:
-        data.update(key=None if record.key is None else _text(record.key))
-        data.update(payload=None if record.value is None else _text(record.value))
+        data.update(key=None if record.key is None else text(record.key))
+        data.update(payload=None if record.value is None else text(record.value))
     return data
-
-
-def _text(raw: bytes) -> str:
-    """Bytes as the tool's default StringDecoder shows them: UTF-8, malformed bytes replaced."""
-    return raw.decode("utf-8", "replace")
-
-
-def _bool(value: bool) -> str:
-    return "true" if value else "false"
 
 
 # ---------------------------------------------------------------- indexes

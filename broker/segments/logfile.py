@@ -78,6 +78,10 @@ class LogReader:
     the end of <name>". Damage goes to ``findings`` (the list given, or a new one): bad CRCs (the batch is
     still yielded, ``crc_valid`` False), unknown magics (stepped over), offsets going backwards, batches
     below the segment's base offset, and whatever stopped the reading early.
+
+    ``previous_last_offset`` is for reading on from ``start`` where another reader left off: the last
+    offset of the batch before ``start``, which the first batch's offsets are checked against as they
+    would be in one pass over the file (and not against the segment's base offset).
     """
 
     def __init__(
@@ -90,6 +94,7 @@ class LogReader:
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         max_entries: int | None = None,
+        previous_last_offset: int | None = None,
     ) -> None:
         if start < 0:
             raise ValueError(f"start must be a file position (>= 0), not {start}")
@@ -107,6 +112,7 @@ class LogReader:
         self.limit: int | None = None
         self.stop_reason: str | None = None
         self.segment_base = segment_base_offset(path)
+        self.previous_last_offset = previous_last_offset
 
     @property
     def valid_bytes(self) -> int:
@@ -155,7 +161,7 @@ class LogReader:
         buf = b""
         view = memoryview(buf)
         buf_start = pos
-        prev_last: int | None = None
+        prev_last = self.previous_last_offset
         entries = 0
         while True:
             left = limit - pos
