@@ -32,12 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     cmd.add_argument("--files", dest="more_files", action="append", default=[], help="as kafka-dump-log (a,b)")
     cmd.add_argument("--json", action="store_true", help="JSON lines instead of the tool's text")
-    for unsupported in ("--offsets-decoder", "--transaction-log-decoder", "--cluster-metadata-decoder"):
-        cmd.add_argument(unsupported, action="store_true", help="not supported yet")
+    cmd.add_argument(
+        "--offsets-decoder", action="store_true", help="decode __consumer_offsets records (implies --print-data-log)"
+    )
+    cmd.add_argument(
+        "--transaction-log-decoder",
+        action="store_true",
+        help="decode __transaction_state records (implies --print-data-log)",
+    )
+    cmd.add_argument("--cluster-metadata-decoder", action="store_true", help="not supported yet")
     args = parser.parse_args(argv)
-    for name in ("offsets_decoder", "transaction_log_decoder", "cluster_metadata_decoder"):
-        if getattr(args, name):
-            parser.error(f"--{name.replace('_', '-')} is not supported yet: records are printed without it.")
+    if args.cluster_metadata_decoder:
+        parser.error("--cluster-metadata-decoder is not supported yet: KRaft metadata records print undecoded.")
     files = [*args.files, *(f for group in args.more_files for f in group.split(",") if f)]
     if not files:
         parser.error("name at least one file to dump")
@@ -50,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         max_bytes=args.max_bytes,
         max_message_size=args.max_message_size,
         json=args.json,
+        offsets_decoder=args.offsets_decoder,
+        transaction_log_decoder=args.transaction_log_decoder,
     )
     return dump(files, options, sys.stdout, sys.stderr)
 

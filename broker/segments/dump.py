@@ -62,10 +62,24 @@ class DumpOptions:
     # Processes dumping one large .log with --deep-iteration (see parallel.py). None: one per CPU when the
     # output is a file or a pipe and nothing else runs in this process (the CLI), else one.
     jobs: int | None = None
+    # --offsets-decoder / --transaction-log-decoder: keys and payloads of __consumer_offsets or
+    # __transaction_state records decoded as the tool does (either implies --print-data-log; offsets wins).
+    offsets_decoder: bool = False
+    transaction_log_decoder: bool = False
+
+    @property
+    def decoder(self) -> str | None:
+        if self.offsets_decoder:
+            return "offsets"
+        return "transaction" if self.transaction_log_decoder else None
+
+    @property
+    def print_data(self) -> bool:
+        return self.print_data_log or self.decoder is not None
 
     @property
     def deep(self) -> bool:
-        return self.deep_iteration or self.print_data_log
+        return self.deep_iteration or self.print_data
 
 
 @dataclass
@@ -156,7 +170,7 @@ def _dump_log(name: str, options: DumpOptions, sink: _Out, reports: _Reports) ->
     limit = None if options.max_bytes >= NO_LIMIT else options.max_bytes
     if sink.as_json:
         return _dump_log_json(name, options, limit, sink, reports)
-    lines = LineOptions(options.deep, options.print_data_log, options.skip_record_metadata)
+    lines = LineOptions(options.deep, options.print_data, options.skip_record_metadata, options.decoder)
     result: LogPass | None = None
     if options.deep and limit is None:
         jobs = _jobs(options, sink.out)
@@ -238,9 +252,14 @@ def _record_json(record: Record, options: DumpOptions) -> dict[str, Any]:
         data.update(crc=record.crc, crc_valid=record.crc_valid)
     if record.control_type is not None:
         data.update(control_type=record.control_type, coordinator_epoch=record.coordinator_epoch)
-    if options.print_data_log and record.control_type is None:
-        data.update(key=None if record.key is None else text(record.key))
-        data.update(payload=None if record.value is None else text(record.value))
+    if options.print_data and record.control_type is None:
+        decode = LineOptions(decoder=options.decoder).decode
+        if decode is not None:
+            key, payload = decode(record.key, record.value, record.offset)
+        else:
+            key = None if record.key is None else text(record.key)
+            payload = None if record.value is None else text(record.value)
+        data.update(key=key, payload=payload)
     return data
 
 

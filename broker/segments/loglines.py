@@ -12,6 +12,8 @@ varints with the record decoder's tables (``records._ZZ1``, ``records._ZZ2``), b
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from broker.segments.compression import CompressionError, decompress
 from broker.segments.model import DEFAULT_MAX_RECORDS_BYTES, Batch, Record
 from broker.segments.records import _ZZ1, _ZZ2, INT32_MAX, V2_HEADER_SIZE, _zigzag_slow
@@ -40,7 +42,14 @@ def batch_line(batch: Batch, position: int) -> str:
     )
 
 
-def record_line(batch: Batch, record: Record, print_data: bool, skip_metadata: bool) -> str:
+# A decoder of a record's key and value for --print-data-log: (key text, payload text), None where the
+# tool prints nothing (broker.segments.decoders); without one, both are shown as UTF-8 text.
+Decode = Callable[[bytes | None, bytes | None, int], tuple[str | None, str | None]]
+
+
+def record_line(
+    batch: Batch, record: Record, print_data: bool, skip_metadata: bool, decode: Decode | None = None
+) -> str:
     """kafka-dump-log's ``| offset: ...`` line for one record (with --deep-iteration)."""
     parts: list[str] = []
     prefix = "| "
@@ -57,11 +66,16 @@ def record_line(batch: Batch, record: Record, print_data: bool, skip_metadata: b
         if batch.is_control:
             parts.append(_control_text(record))
     if print_data and not batch.is_control:
-        if record.key is not None:
-            parts.append(f"{prefix}key: {text(record.key)}")
+        if decode is not None:
+            key, payload = decode(record.key, record.value, record.offset)
+        else:
+            key = None if record.key is None else text(record.key)
+            payload = None if record.value is None else text(record.value)
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
             prefix = " "
-        if record.value is not None:
-            parts.append(f" payload: {text(record.value)}")
+        if payload is not None:
+            parts.append(f" payload: {payload}")
     return "".join(parts)
 
 

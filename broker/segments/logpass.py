@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from broker.segments.findings import Finding
 from broker.segments.logfile import LogReader
-from broker.segments.loglines import batch_line, record_line, v2_record_lines
+from broker.segments.loglines import Decode, batch_line, record_line, v2_record_lines
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,15 @@ class LineOptions:
     deep: bool = False
     print_data: bool = False
     skip_metadata: bool = False
+    decoder: str | None = None  # "offsets" or "transaction": keys and payloads as those decoders show them
+
+    @property
+    def decode(self) -> Decode | None:
+        if self.decoder is None:
+            return None
+        from broker.segments.decoders import offsets_key_payload, transaction_key_payload
+
+        return offsets_key_payload if self.decoder == "offsets" else transaction_key_payload
 
 
 @dataclass
@@ -75,7 +84,8 @@ def run_pass(
     findings: list[Finding] = []
     reader = LogReader(path, start, end, findings, previous_last_offset=previous_last_offset)
     result = LogPass(valid=start, last_batch_offset=previous_last_offset, findings=findings)
-    fast = options.deep and not options.skip_metadata
+    fast = options.deep and not options.skip_metadata and options.decoder is None
+    decode = options.decode
     valid = start
     previous = -1
     first: int | None = None
@@ -97,7 +107,7 @@ def run_pass(
                     if previous != -1 and record.offset != previous + 1:
                         skipped.append((previous, record.offset))
                     previous = record.offset
-                    lines.append(record_line(batch, record, options.print_data, options.skip_metadata))
+                    lines.append(record_line(batch, record, options.print_data, options.skip_metadata, decode))
         lines.append("")
         write("\n".join(lines))
         valid += batch.size

@@ -161,3 +161,24 @@ def test_index_checks_agree_on_rolled_segments(segments: dict[str, list[Path]]) 
     indexes = [f for f in segments["rolled"] if f.suffix in (".index", ".timeindex") and f.stem != active]
     assert_same(indexes, DumpOptions(index_sanity_check=True), "--index-sanity-check")
     assert_same(indexes, DumpOptions(verify_index_only=True), "--verify-index-only")
+
+
+def test_offsets_and_transaction_log_decoders_agree(
+    segments: dict[str, list[Path]], kafka_cluster: launcher.ClusterLayout
+) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    topic = segments["whole"][0].parent.name.rsplit("-", 1)[0]
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=unique("dump-group"))
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(42, "meta", -1)})
+    consumer.close(autocommit=False)
+    root = Path(kafka_cluster.root)
+    for internal, option, decoder in (
+        ("__consumer_offsets", "--offsets-decoder", DumpOptions(offsets_decoder=True)),
+        ("__transaction_state", "--transaction-log-decoder", DumpOptions(transaction_log_decoder=True)),
+    ):
+        logs = sorted(f for f in root.glob(f"kafka-logs-*/{internal}-*/*.log") if f.stat().st_size)
+        assert logs, f"no {internal} records were written"
+        assert_same(logs, decoder, option)
