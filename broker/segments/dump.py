@@ -165,7 +165,9 @@ def _dump_log(name: str, options: DumpOptions, sink: _Out, reports: _Reports) ->
         from broker.segments import parse_kraft_snapshot_name
 
         snapshot = parse_kraft_snapshot_name(os.path.basename(name))
-        if snapshot is not None:
+        if os.path.basename(name) == "bootstrap.checkpoint":
+            sink.line("KRaft bootstrap snapshot")
+        elif snapshot is not None:
             sink.line(f"Snapshot end offset: {snapshot.end_offset}, epoch: {snapshot.epoch}")
     limit = None if options.max_bytes >= NO_LIMIT else options.max_bytes
     if sink.as_json:

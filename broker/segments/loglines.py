@@ -82,7 +82,12 @@ def record_line(
 def _control_text(record: Record) -> str:
     if record.control_type in ("COMMIT", "ABORT"):
         return f" endTxnMarker: {record.control_type} coordinatorEpoch: {record.coordinator_epoch}"
-    return f" controlType: {record.control_type}({record.control_type_id})"
+    from broker.segments.kraft import control_text
+
+    return (
+        control_text(record.control_type, record.value)
+        or f" controlType: {record.control_type}({record.control_type_id})"
+    )
 
 
 def text(raw: bytes) -> str:

@@ -28,7 +28,8 @@ NONE: Versions = (0, -1)  # Kafka's Versions.NONE: a range that contains nothing
 MAX_VERSION = 0x7FFF
 
 INT8, INT16, INT32, INT64, UUID, STRING, BYTES = "int8", "int16", "int32", "int64", "uuid", "string", "bytes"
-_FIXED = {INT8: ">b", INT16: ">h", INT32: ">i", INT64: ">q"}
+UINT16 = "uint16"
+_FIXED = {INT8: ">b", INT16: ">h", INT32: ">i", INT64: ">q", UINT16: ">H"}
 
 UNDERFLOW = "java.nio.BufferUnderflowException"
 RUNTIME = "java.lang.RuntimeException"
