@@ -3,8 +3,12 @@ where those folders can be read from the console's machine, the partitions' file
 
 Files are opened only under the cluster's ``log_dir_roots`` (the embedded cluster's folder, or a mounted
 volume): a broker's log dir counts as readable when the path it reports lies under one of them and
-exists here. Names from a URL (topic, file) are checked before anything is opened: no ``..``, no path
-separators, and no symlink that leads out of the log dir.
+exists here. A root may also map a broker's path to where it is mounted here:
+``[BROKER:]BROKER_PATH=LOCAL_PATH`` (``2:/var/lib/kafka/data=/mnt/kafka-2``: broker 2's log dir
+``/var/lib/kafka/data/...`` is read from ``/mnt/kafka-2/...``; without ``BROKER:``, for every broker).
+
+Names from a URL (topic, file) are checked before anything is opened: no ``..``, no path separators,
+and no symlink that leads out of the log dir.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import kafka.errors
@@ -89,7 +93,7 @@ def describe_log_dirs(
     """Each broker's log dirs (every live broker's when ``brokers`` is None) with every replica's size
     (``only`` that partition's), one DescribeLogDirs request per broker; a broker that does not answer
     gets an ``error``, the others still show. Raises ClusterUnavailable."""
-    roots = [Path(r) for r in conn.config.log_dir_roots]
+    roots = list(conn.config.log_dir_roots)
     wanted = {only[0]: [only[1]]} if only is not None else None
 
     def ask(admin: KafkaAdminClient) -> list[BrokerDisks]:
@@ -133,7 +137,7 @@ def replica_dir(conn: ClusterConnection, broker: int, topic: str, partition: int
     raise NotFound(f"Broker {broker} holds no replica of partition {partition} of {topic!r}.")
 
 
-def _log_dir(broker: int, raw: dict[str, Any], roots: list[Path]) -> LogDir:
+def _log_dir(broker: int, raw: dict[str, Any], roots: list[str]) -> LogDir:
     code = raw.get("error_code", 0)
     replicas = [
         ReplicaOnDisk(
@@ -150,18 +154,39 @@ def _log_dir(broker: int, raw: dict[str, Any], roots: list[Path]) -> LogDir:
         total_bytes=total if total is not None and total >= 0 else None,
         usable_bytes=usable if usable is not None and usable >= 0 else None,
         replicas=sorted(replicas, key=lambda r: (-r.size, r.topic, r.partition)),
-        local=readable_dir(raw["log_dir"], roots),
+        local=readable_dir(raw["log_dir"], roots, broker),
     )
 
 
-def readable_dir(path: str, roots: list[Path]) -> Path | None:
-    """``path`` (a broker's log dir) when it lies under one of ``roots`` and exists here; else None."""
-    real = Path(os.path.realpath(path))
+def readable_dir(path: str, roots: list[str] | list[Path], broker: int | None = None) -> Path | None:
+    """Where broker ``broker``'s log dir ``path`` can be read here: ``path`` itself when it lies under a
+    plain root, or its place under a mapped root's local path (see the module's docstring); None when no
+    root covers it or the folder is not there."""
     for root in roots:
-        base = Path(os.path.realpath(root))
+        local = _mapped(PurePosixPath(path), str(root), broker)
+        if local is None:
+            continue
+        base = Path(os.path.realpath(local[1]))
+        real = Path(os.path.realpath(local[0]))
         if (real == base or base in real.parents) and real.is_dir():
             return real
     return None
+
+
+def _mapped(path: PurePosixPath, root: str, broker: int | None) -> tuple[Path, Path] | None:
+    """(where ``path`` is here, the local root it must stay under) for one root, or None if it does not apply."""
+    if "=" not in root:
+        return Path(path), Path(root)
+    remote, local = root.split("=", 1)
+    who, colon, rest = remote.partition(":")
+    if colon and who.isdigit():
+        if broker is None or int(who) != broker:
+            return None
+        remote = rest
+    remote_path = PurePosixPath(remote)
+    if path != remote_path and remote_path not in path.parents:
+        return None
+    return Path(local) / path.relative_to(remote_path), Path(local)
 
 
 def check_topic_name(topic: str) -> str:

@@ -60,11 +60,11 @@ def default_cluster_from_env() -> ClusterConfig:
 
 
 def _log_dir_roots(value: str | None) -> tuple[str, ...]:
-    """``KAZAMI_LOG_DIRS`` (folders separated by ``:``); unset, the project's ``var/`` folder, where the
-    embedded clusters keep their log dirs."""
+    """``KAZAMI_LOG_DIRS`` (folders, or ``[BROKER:]BROKER_PATH=LOCAL_PATH`` mappings, separated by commas);
+    unset, the project's ``var/`` folder, where the embedded clusters keep their log dirs."""
     if value is None:
         return (str(Path(__file__).resolve().parent.parent / "var"),)
-    return tuple(p for p in value.split(os.pathsep) if p.strip())
+    return tuple(p.strip() for p in value.split(",") if p.strip())
 
 
 def clusters_from_file(path: Path, timeout: float, max_age: float = 1.0) -> list[ClusterConfig]:

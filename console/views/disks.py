@@ -22,6 +22,7 @@ from broker.segments import (
     log_lookups,
     read_offset_index,
     read_time_index,
+    scan_log,
 )
 from console.clusters import get_connection
 from console.errors import api_view, page_view
@@ -139,13 +140,18 @@ def _log(cluster: str, broker: int, topic: str, partition: int, base: int) -> An
 
 
 def _batch_page(request: HttpRequest, cluster: str, broker: int, topic: str, partition: int, base: int) -> Any:
+    """The segment's file and a page of its batches, whose findings include the whole segment's (one pass
+    over its batch headers: what is damaged anywhere in it shows at the top of any page)."""
     log = _log(cluster, broker, topic, partition, base)
-    return log, logdirs.read_batches(
+    page = logdirs.read_batches(
         log,
         position=int_param(request, "position", 0, minimum=0) or 0,
         limit=int_param(request, "limit", 50, minimum=1, maximum=logdirs.MAX_BATCHES) or 50,
         offset=int_param(request, "offset", None, minimum=0),
     )
+    seen = {(f.position, f.kind) for f in page.findings}
+    page.findings.extend(f for f in scan_log(log).findings if (f.position, f.kind) not in seen)
+    return log, page
 
 
 @require_GET

@@ -66,3 +66,17 @@ def test_checking_every_segment_reports_progress_and_damage(replica: Path) -> No
     stop = threading.Event()
     stop.set()
     assert logdirs.check_replica(replica, cancel=stop).cancelled
+
+
+def test_log_dirs_mounted_elsewhere_are_mapped_per_broker(tmp_path: Path) -> None:
+    mount = tmp_path / "mnt" / "kafka-2" / "data"
+    mount.mkdir(parents=True)
+    roots = [f"2:/var/lib/kafka={tmp_path / 'mnt' / 'kafka-2'}"]
+    assert logdirs.readable_dir("/var/lib/kafka/data", roots, broker=2) == mount.resolve()
+    assert logdirs.readable_dir("/var/lib/kafka/data", roots, broker=1) is None
+    assert logdirs.readable_dir("/var/lib/other", roots, broker=2) is None
+    every = [f"/var/lib/kafka={tmp_path / 'mnt' / 'kafka-2'}"]
+    assert logdirs.readable_dir("/var/lib/kafka/data", every, broker=7) == mount.resolve()
+    # A mapped path that climbs out of the mount (a symlink) is not readable.
+    os.symlink(tmp_path, tmp_path / "mnt" / "kafka-2" / "up")
+    assert logdirs.readable_dir("/var/lib/kafka/up", every, broker=7) is None
