@@ -249,12 +249,7 @@ class PartitionLog:
     def _settle(self, entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
         """Above the LSO: a transactional record waits for its producer's marker; a marker settles every
         waiting record of its producer."""
-        if entry.control is not None and entry.producer_id in open_producers:
-            fate = "committed" if entry.control == "commit" else "aborted"
-            for i, held in enumerate(waiting):
-                if held.producer_id == entry.producer_id and held.transaction == "?":
-                    waiting[i] = replace(held, transaction=fate)
-            open_producers.discard(entry.producer_id)
+        _apply_marker(entry, waiting, open_producers)
         if entry.transaction == "?":
             open_producers.add(-1 if entry.producer_id is None else entry.producer_id)
         waiting.append(entry)
@@ -275,12 +270,7 @@ class PartitionLog:
                 if entry is None or entry.offset < waiting[-1].offset + 1:
                     continue
                 looked += 1
-                if entry.control is not None and entry.producer_id in open_producers:
-                    fate = "committed" if entry.control == "commit" else "aborted"
-                    for i, held in enumerate(waiting):
-                        if held.producer_id == entry.producer_id and held.transaction == "?":
-                            waiting[i] = replace(held, transaction=fate)
-                    open_producers.discard(entry.producer_id)
+                _apply_marker(entry, waiting, open_producers)
             if not moved:
                 break
         for held in waiting:
@@ -288,6 +278,18 @@ class PartitionLog:
 
     def _unpack(self, fetched: _Fetched, isolation: int) -> Iterator[tuple[Message | None, int]]:
         return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation)
+
+
+def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
+    """When ``entry`` is the marker of a producer with records waiting for their fate, settle them all:
+    committed or aborted as the marker says."""
+    if entry.control is None or entry.producer_id not in open_producers:
+        return
+    fate = "committed" if entry.control == "commit" else "aborted"
+    for i, held in enumerate(waiting):
+        if held.producer_id == entry.producer_id and held.transaction == "?":
+            waiting[i] = replace(held, transaction=fate)
+    open_producers.discard(entry.producer_id)
 
 
 def _unpack(
