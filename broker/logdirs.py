@@ -98,8 +98,13 @@ def describe_log_dirs(
 
     def ask(admin: KafkaAdminClient) -> list[BrokerDisks]:
         result = []
-        asked = brokers if brokers is not None else sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"])
+        live = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+        # Brokers seen alive before and gone now are listed too, as down, rather than silently missing.
+        asked = brokers if brokers is not None else sorted(live | set(conn.known_brokers))
         for broker in asked:
+            if broker not in live:
+                result.append(BrokerDisks(broker, error="it is down (not registered with the cluster now)"))
+                continue
             if conn.is_silent(broker):
                 result.append(BrokerDisks(broker, error="did not answer lately"))
                 continue
