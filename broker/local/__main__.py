@@ -1,5 +1,6 @@
 """Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``,
-and ``stop-zookeeper`` / ``start-zookeeper`` to take ZooKeeper alone away and back."""
+``stop-zookeeper`` / ``start-zookeeper`` to take ZooKeeper alone away and back, and on a KRaft cluster with
+separate controllers ``stop-controller N`` / ``start-controller N``."""
 
 from __future__ import annotations
 
@@ -16,12 +17,27 @@ from broker.local import launcher
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m broker.local",
-        description="Run a real Apache Kafka cluster (ZooKeeper + brokers) on this machine.",
+        description="Run a real Apache Kafka cluster (ZooKeeper + brokers, or KRaft) on this machine.",
     )
     parser.add_argument("--data", default=None, help=f"data folder (default {launcher.DEFAULT_DATA})")
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start ZooKeeper and the brokers in the background and wait until they are ready")
+    up = sub.add_parser("up", help="start the cluster's processes in the background and wait until they are ready")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument(
+        "--kafka-version",
+        "--kafka",
+        default=None,
+        metavar="X.Y.Z",
+        help=f"the Apache Kafka release to run (default {launcher.DEFAULT_VERSION}; a 4.x release, e.g. "
+        f"{launcher.DEFAULT_KAFKA4_VERSION}, runs in KRaft mode); its jars come from Maven Central once",
+    )
+    up.add_argument("--kraft", action="store_true", help="KRaft mode: no ZooKeeper, the brokers are controllers too")
+    up.add_argument(
+        "--controllers",
+        type=int,
+        default=0,
+        help="KRaft with this many controllers in processes of their own (node ids 100+), instead of combined nodes",
+    )
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--base-port", type=int, default=9092, help="broker N listens on base-port + N")
     up.add_argument("--data", dest="data_up", default=None, help="data folder")
@@ -45,10 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("stop-broker", "start-broker"):
         cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one broker")
         cmd.add_argument("broker_id", type=int, metavar="N")
+    for name in ("stop-controller", "start-controller"):
+        cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one separate KRaft controller (node id)")
+        cmd.add_argument("node_id", type=int, metavar="N")
     sub.add_parser("stop-zookeeper", help="stop ZooKeeper alone (the brokers keep running)")
     sub.add_parser("start-zookeeper", help="start ZooKeeper again and wait until the running brokers are registered")
     sub.add_parser("down", help="stop every broker and ZooKeeper (data is kept)")
-    sub.add_parser("fetch-jars", help="fetch the Kafka jars from Maven Central (done by `up` when needed)")
+    fetch = sub.add_parser("fetch-jars", help="fetch the Kafka jars from Maven Central (done by `up` when needed)")
+    fetch.add_argument("--kafka-version", "--kafka", default=None, metavar="X.Y.Z")
     args = parser.parse_args(argv)
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its connection chatter is not for users
     data = getattr(args, "data_up", None) or args.data
@@ -57,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             if args.brokers < 1:
                 parser.error("--brokers must be at least 1")
+            if args.controllers < 0:
+                parser.error("--controllers must be 0 (combined nodes) or more")
             launcher.up(
                 data,
                 brokers=args.brokers,
                 zookeeper_port=args.zookeeper_port,
                 base_port=args.base_port,
                 sasl_ssl_port_offset=args.sasl_ssl_offset if args.sasl_ssl else None,
+                kafka_version=args.kafka_version,
+                kraft=args.kraft,
+                controllers=args.controllers,
             )
         elif args.command == "status":
             print(json.dumps(launcher.status(data), indent=2))
@@ -73,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             launcher.stop_broker(args.broker_id, data)
         elif args.command == "start-broker":
             launcher.start_broker(args.broker_id, data)
+        elif args.command == "stop-controller":
+            launcher.stop_controller(args.node_id, data)
+        elif args.command == "start-controller":
+            launcher.start_controller(args.node_id, data)
         elif args.command == "stop-zookeeper":
             launcher.stop_zookeeper(data)
         elif args.command == "start-zookeeper":
@@ -80,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "down":
             launcher.down(data)
         elif args.command == "fetch-jars":
-            launcher.fetch_jars()
+            launcher.fetch_jars(version=args.kafka_version)
     except KazamiError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

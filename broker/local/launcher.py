@@ -1,17 +1,23 @@
-"""Start, stop and inspect the embedded cluster: ZooKeeper plus N Apache Kafka brokers.
+"""Start, stop and inspect the embedded cluster: Apache Kafka brokers with ZooKeeper, or in KRaft mode.
 
-The brokers and ZooKeeper are plain JVM processes started from the jars that
-``pom.xml`` names (copied into ``broker/local/jars/`` by Maven). Each process runs
-in its own session so it outlives the command that started it; its pid is kept in
-the data folder, so every later command finds it again.
+The brokers, controllers and ZooKeeper are plain JVM processes started from the jars of the Kafka
+release the cluster runs (broker/local/versions.py: 3.9.1 from ``broker/local/jars/`` by default, a 4.x
+release from ``broker/local/jars-<version>/``, copied by Maven). Each process runs in its own session so
+it outlives the command that started it; its pid is kept in the data folder, so every later command
+finds it again. The configuration files are written by configs.py, KRaft's own steps (cluster id,
+storage format, the quorum's view) are in kraft.py, the secure listener's users in secure.py.
 
-Layout of the data folder (``var/`` by default)::
+Layout of the data folder (``var/cluster/`` by default)::
 
-    cluster.json              what was started: ports, broker ids, pids
-    config/zookeeper.properties, config/server-N.properties, config/log4j.properties
-    zookeeper/                ZooKeeper's data
-    kafka-logs-N/             broker N's log.dirs
-    logs/zookeeper.out, logs/broker-N.out and the log4j files under logs/
+    cluster.json              what was started: Kafka version, mode, ports, node ids, pids (layout.py)
+    config/server-N.properties, config/log4j.properties (Kafka 3) or config/log4j2.properties (Kafka 4)
+    config/zookeeper.properties, zookeeper/     ZooKeeper mode: ZooKeeper's configuration and data
+    kafka-logs-N/             node N's log.dirs (in KRaft also its metadata log, formatted at the first `up`)
+    logs/<process>.out and logs/<process>/server.log   (processes: zookeeper, broker-N, controller-N)
+
+KRaft mode (``up --kraft``; always for Kafka 4) has no ZooKeeper: by default each broker is a
+controller too (combined mode, three processes); ``--controllers N`` runs the quorum in N processes of
+their own (node ids 100, 101, ...). Controllers listen on ``base port + 100 + i``.
 
 With a secure listener (``up(..., sasl_ssl_port_offset=100)``, ``up --sasl-ssl``) each broker also
 listens for SASL_SSL clients on its port + the offset (brokers still talk to each other in
@@ -25,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -34,109 +39,77 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from broker.config import ClusterConfig
-from broker.errors import KazamiError
-from broker.local.certs import CertFiles, ensure_certs
-from broker.local.maven import copy_dependencies, jars_complete
+from broker.local import kraft
+from broker.local.configs import (
+    broker_properties,
+    controller_properties,
+    log4j2_properties,
+    log4j_properties,
+    logging_flag,
+    secure_listener_properties,
+    write_configs,
+    zookeeper_properties,
+)
+from broker.local.layout import (
+    ClusterLayout,
+    LauncherError,
+    free_controller_port_offset,
+)
+from broker.local.secure import (
+    DEFAULT_SASL_SSL_OFFSET,
+    PLAIN_USER,
+    SASL_MECHANISMS,
+    SCRAM_USER,
+    SaslUser,
+    SecureListener,
+    create_scram_credentials,
+    ensure_sasl_users,
+    secure_listener,
+    secure_listener_accepts,
+)
+from broker.local.versions import DEFAULT_KAFKA4_VERSION, DEFAULT_VERSION, release
 from broker.processes import running
 
+__all__ = [  # what callers and tests use from here, wherever it lives now
+    "DEFAULT_KAFKA4_VERSION",
+    "DEFAULT_SASL_SSL_OFFSET",
+    "DEFAULT_VERSION",
+    "PLAIN_USER",
+    "SASL_MECHANISMS",
+    "SCRAM_USER",
+    "ClusterLayout",
+    "LauncherError",
+    "SaslUser",
+    "SecureListener",
+    "broker_properties",
+    "controller_properties",
+    "ensure_sasl_users",
+    "log4j2_properties",
+    "log4j_properties",
+    "secure_listener",
+    "secure_listener_properties",
+    "write_configs",
+    "zookeeper_properties",
+]
+
 HERE = Path(__file__).resolve().parent
-JARS = HERE / "jars"
-POM = HERE / "pom.xml"
+JARS = release().jars  # the default release's jars (tools and benchmarks run Kafka's own tools from them)
 REPO_ROOT = HERE.parent.parent
 DEFAULT_DATA = REPO_ROOT / "var" / "cluster"
 
 BROKER_HEAP = "-Xmx384m -Xms128m"
+CONTROLLER_HEAP = "-Xmx192m -Xms64m"
 ZOOKEEPER_HEAP = "-Xmx128m -Xms64m"
 # Fast JVM start and a small footprint: several brokers share two cores here.
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Djava.awt.headless=true"
-
-# The secure listener's users: one for PLAIN, one with SCRAM-SHA-256 and SCRAM-SHA-512 credentials.
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-PLAIN_USER = "kazami-plain"
-SCRAM_USER = "kazami-scram"
-DEFAULT_SASL_SSL_OFFSET = 100
-
-
-class LauncherError(KazamiError):
-    """A prerequisite is missing or the cluster could not be started; the message says what to do."""
-
-
-@dataclass
-class ClusterLayout:
-    """Where the embedded cluster lives and which ports it uses; saved as cluster.json."""
-
-    data: str
-    brokers: int = 3
-    zookeeper_port: int = 2181
-    base_port: int = 9092
-    pids: dict[str, int] = field(default_factory=dict)
-    # Each broker's SASL_SSL port is its PLAINTEXT port plus this; None: no secure listener.
-    sasl_ssl_port_offset: int | None = None
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return list(range(self.brokers))
-
-    def broker_port(self, broker_id: int) -> int:
-        return self.base_port + broker_id
-
-    @property
-    def secure(self) -> bool:
-        return self.sasl_ssl_port_offset is not None
-
-    def sasl_ssl_port(self, broker_id: int) -> int:
-        """Broker ``broker_id``'s SASL_SSL port; raises LauncherError when the cluster has no secure listener."""
-        if self.sasl_ssl_port_offset is None:
-            raise LauncherError(f"The cluster in {self.data} has no SASL_SSL listener (start it with --sasl-ssl).")
-        return self.broker_port(broker_id) + self.sasl_ssl_port_offset
-
-    @property
-    def sasl_ssl_bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.sasl_ssl_port(b)}" for b in self.broker_ids)
-
-    @property
-    def certs(self) -> CertFiles:
-        return CertFiles(self.root / "certs")
-
-    @property
-    def secrets_path(self) -> Path:
-        return self.root / "secrets.json"
-
-    @property
-    def zookeeper_connect(self) -> str:
-        return f"127.0.0.1:{self.zookeeper_port}"
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
-
-    @property
-    def root(self) -> Path:
-        return Path(self.data)
-
-    def save(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / "cluster.json.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        tmp.replace(self.root / "cluster.json")
-
-    @classmethod
-    def load(cls, data: str | Path) -> ClusterLayout | None:
-        """The layout saved in ``data``, or None when no cluster was ever started there."""
-        path = Path(data) / "cluster.json"
-        if not path.exists():
-            return None
-        raw = json.loads(path.read_text())
-        return cls(**raw)
+# Every release's jars folder (jars/, jars-4.3.0/) starts with this: how a pid is known for one of ours.
+JARS_MARKER = str(HERE / "jars").encode()
 
 
 # ---------------------------------------------------------------- prerequisites
@@ -166,273 +139,18 @@ def _java_major(version_output: str) -> int | None:
     return None
 
 
-def jars_ready() -> bool:
-    return jars_complete(JARS)
+def jars_ready(version: str | None = None) -> bool:
+    return release(version).ready()
 
 
-def fetch_jars(echo: Callable[[str], None] = print) -> None:
-    """Copy the Kafka jars from Maven Central into broker/local/jars/ once; later calls do nothing."""
-    copy_dependencies(POM, JARS, "the Apache Kafka jars", echo)
+def fetch_jars(echo: Callable[[str], None] = print, version: str | None = None) -> None:
+    """Copy a Kafka release's jars (default 3.9.1) from Maven Central into its folder once; later calls do
+    nothing. Raises MavenError."""
+    release(version).fetch(echo)
 
 
-def classpath() -> str:
-    return str(JARS / "*")
-
-
-# ---------------------------------------------------------------- configuration files
-
-
-def zookeeper_properties(layout: ClusterLayout) -> str:
-    return "\n".join(
-        [
-            f"dataDir={layout.root / 'zookeeper'}",
-            f"clientPort={layout.zookeeper_port}",
-            "clientPortAddress=127.0.0.1",
-            "maxClientCnxns=0",
-            "admin.enableServer=false",
-            "4lw.commands.whitelist=ruok,stat,srvr,mntr",
-            "",
-        ]
-    )
-
-
-def broker_properties(layout: ClusterLayout, broker_id: int, users: list[SaslUser] | None = None) -> str:
-    """server-N.properties for one broker, sized for a single small machine. With a secure listener,
-    ``users`` are the SASL users (the PLAIN ones are declared in the file itself)."""
-    port = layout.broker_port(broker_id)
-    replicas = min(3, layout.brokers)
-    listeners = f"PLAINTEXT://127.0.0.1:{port}"
-    if layout.secure:
-        listeners += f",SASL_SSL://127.0.0.1:{layout.sasl_ssl_port(broker_id)}"
-    lines = [
-        f"broker.id={broker_id}",
-        f"listeners={listeners}",
-        f"advertised.listeners={listeners}",
-    ]
-    if layout.secure:
-        lines += secure_listener_properties(layout, users or [])
-    return "\n".join(
-        [
-            *lines,
-            f"log.dirs={layout.root / f'kafka-logs-{broker_id}'}",
-            f"zookeeper.connect={layout.zookeeper_connect}",
-            "zookeeper.connection.timeout.ms=18000",
-            "num.network.threads=2",
-            "num.io.threads=2",
-            "num.partitions=3",
-            f"default.replication.factor={replicas}",
-            f"offsets.topic.replication.factor={replicas}",
-            "offsets.topic.num.partitions=12",
-            f"transaction.state.log.replication.factor={replicas}",
-            f"transaction.state.log.min.isr={min(2, replicas)}",
-            "transaction.state.log.num.partitions=4",
-            "group.initial.rebalance.delay.ms=0",
-            "auto.create.topics.enable=false",
-            "delete.topic.enable=true",
-            # Small segments so the segment browser has several files to show.
-            "log.segment.bytes=16777216",
-            "log.retention.hours=168",
-            "controlled.shutdown.enable=true",
-            "controlled.shutdown.max.retries=1",
-            "controlled.shutdown.retry.backoff.ms=1000",
-            "",
-        ]
-    )
-
-
-def secure_listener_properties(layout: ClusterLayout, users: list[SaslUser]) -> list[str]:
-    """The SASL_SSL listener's settings: PEM key and trust stores from ``layout.certs``, client
-    certificates required (KIP-684: only listener-prefixed, so the PLAINTEXT listener is untouched),
-    PLAIN users declared here, SCRAM credentials kept in ZooKeeper."""
-    certs = layout.certs
-    prefix = "listener.name.sasl_ssl"
-    plain = " ".join(f'user_{u.name}="{u.password}"' for u in users if "PLAIN" in u.mechanisms)
-    return [
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
-        "inter.broker.listener.name=PLAINTEXT",
-        f"sasl.enabled.mechanisms={','.join(SASL_MECHANISMS)}",
-        f"{prefix}.ssl.keystore.type=PEM",
-        f"{prefix}.ssl.keystore.location={certs.broker}",
-        f"{prefix}.ssl.truststore.type=PEM",
-        f"{prefix}.ssl.truststore.location={certs.ca}",
-        f"{prefix}.ssl.client.auth=required",
-        f"{prefix}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required {plain};",
-        f"{prefix}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
-        f"{prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
-    ]
-
-
-def log4j_properties(log_dir: Path) -> str:
-    """One log file per process (``kafka.logs.dir`` is set per process at start)."""
-    return "\n".join(
-        [
-            "log4j.rootLogger=INFO, file",
-            "log4j.appender.file=org.apache.log4j.RollingFileAppender",
-            "log4j.appender.file.File=${kafka.logs.dir}/server.log",
-            "log4j.appender.file.MaxFileSize=20MB",
-            "log4j.appender.file.MaxBackupIndex=3",
-            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
-            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
-            "log4j.logger.kafka.request.logger=WARN",
-            "log4j.logger.state.change.logger=WARN",
-            "log4j.logger.org.apache.zookeeper=WARN",
-            "",
-        ]
-    )
-
-
-def write_configs(layout: ClusterLayout) -> None:
-    """Write every process's configuration; with a secure listener, first the certificates and users
-    (made once, kept afterwards), and the broker files readable by the owner only (they hold the PLAIN
-    passwords)."""
-    config = layout.root / "config"
-    config.mkdir(parents=True, exist_ok=True)
-    (layout.root / "logs").mkdir(exist_ok=True)
-    (config / "zookeeper.properties").write_text(zookeeper_properties(layout))
-    (config / "log4j.properties").write_text(log4j_properties(layout.root / "logs"))
-    if not layout.secure:
-        for b in layout.broker_ids:
-            (config / f"server-{b}.properties").write_text(broker_properties(layout, b))
-        return
-    ensure_certs(layout.certs.folder)
-    users = ensure_sasl_users(layout)
-    for b in layout.broker_ids:
-        _write_private(config / f"server-{b}.properties", broker_properties(layout, b, users))
-
-
-# ---------------------------------------------------------------- the secure listener's users
-
-
-@dataclass(frozen=True)
-class SaslUser:
-    """A user of the secure listener; ``repr`` never shows the password."""
-
-    name: str
-    password: str = field(repr=False)
-    mechanisms: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SecureListener:
-    """What a client needs to reach a local cluster's SASL_SSL listener."""
-
-    bootstrap_servers: tuple[str, ...]
-    ca: Path
-    client_cert: Path
-    client_key: Path
-    secrets: Path
-    users: tuple[SaslUser, ...]
-
-    def user_for(self, mechanism: str) -> SaslUser:
-        for user in self.users:
-            if mechanism in user.mechanisms:
-                return user
-        raise LauncherError(f"No user of the secure listener has {mechanism} credentials.")
-
-    def client_config(self, mechanism: str, name: str = "local-secure", **overrides: Any) -> ClusterConfig:
-        """A ClusterConfig for this listener with ``mechanism``'s user, the CA, the client certificate and
-        hostname check on; ``overrides`` replace any field (e.g. a wrong ``sasl_password`` in a test)."""
-        user = self.user_for(mechanism)
-        fields: dict[str, Any] = {
-            "name": name,
-            "bootstrap_servers": self.bootstrap_servers,
-            "security_protocol": "SASL_SSL",
-            "sasl_mechanism": mechanism,
-            "sasl_username": user.name,
-            "sasl_password": user.password,
-            "ssl_cafile": str(self.ca),
-            "ssl_certfile": str(self.client_cert),
-            "ssl_keyfile": str(self.client_key),
-            "ssl_check_hostname": True,
-        }
-        fields.update(overrides)
-        return ClusterConfig(**fields)
-
-
-def ensure_sasl_users(layout: ClusterLayout) -> list[SaslUser]:
-    """The secure listener's users from ``secrets.json``, generated (random passwords, file mode 0600)
-    the first time."""
-    path = layout.secrets_path
-    if path.exists():
-        raw = json.loads(path.read_text())
-        return [SaslUser(u["name"], u["password"], tuple(u["mechanisms"])) for u in raw["users"]]
-    users = [
-        SaslUser(PLAIN_USER, secrets.token_urlsafe(18), ("PLAIN",)),
-        SaslUser(SCRAM_USER, secrets.token_urlsafe(18), ("SCRAM-SHA-256", "SCRAM-SHA-512")),
-    ]
-    body = {"users": [{"name": u.name, "password": u.password, "mechanisms": list(u.mechanisms)} for u in users]}
-    _write_private(path, json.dumps(body, indent=2) + "\n")
-    return users
-
-
-def secure_listener(layout: ClusterLayout) -> SecureListener:
-    """How to reach ``layout``'s SASL_SSL listener; raises LauncherError when it has none (or was never
-    started, so no users exist yet)."""
-    if not layout.secure:
-        raise LauncherError(f"The cluster in {layout.data} has no SASL_SSL listener (start it with --sasl-ssl).")
-    if not layout.secrets_path.exists():
-        raise LauncherError(f"The cluster in {layout.data} was never started: no users in {layout.secrets_path}.")
-    from broker.connection import keep_out_of_logs
-
-    certs = layout.certs
-    users = tuple(ensure_sasl_users(layout))
-    keep_out_of_logs(*(u.password for u in users))
-    return SecureListener(
-        bootstrap_servers=tuple(layout.sasl_ssl_bootstrap_servers.split(",")),
-        ca=certs.ca,
-        client_cert=certs.client_cert,
-        client_key=certs.client_key,
-        secrets=layout.secrets_path,
-        users=users,
-    )
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``, readable and writable by the owner only from the first byte."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    tmp.replace(path)
-
-
-def _create_scram_credentials(layout: ClusterLayout, users: list[SaslUser]) -> None:
-    """Store the SCRAM users' credentials in the cluster (AlterUserScramCredentials over the PLAINTEXT
-    listener; the broker keeps them in ZooKeeper). Doing it again replaces them with the same password."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import UserScramCredentialUpsertion
-
-    upserts = [
-        UserScramCredentialUpsertion(u.name, mechanism, u.password)
-        for u in users
-        for mechanism in u.mechanisms
-        if mechanism.startswith("SCRAM-")
-    ]
-    admin = KafkaAdminClient(
-        bootstrap_servers=layout.bootstrap_servers.split(","), bootstrap_timeout_ms=10_000, request_timeout_ms=10_000
-    )
-    try:
-        failed = {user: error for user, error in admin.alter_user_scram_credentials(upserts).items() if error}
-    finally:
-        admin.close()
-    if failed:
-        raise LauncherError(f"Kafka refused the SCRAM credentials: {failed}.")
-
-
-def _secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) -> bool:
-    """True when every broker's SASL_SSL listener accepts the SCRAM user (credentials reach each broker
-    through a ZooKeeper notification, a moment after they are stored)."""
-    from kafka import KafkaAdminClient
-
-    for b in layout.broker_ids:
-        config = listener.client_config("SCRAM-SHA-512", bootstrap_servers=(f"127.0.0.1:{layout.sasl_ssl_port(b)}",))
-        try:
-            admin = KafkaAdminClient(bootstrap_timeout_ms=3000, **config.client_options())
-        except Exception:  # noqa: BLE001 - not ready yet; asked again
-            return False
-        admin.close()
-    return True
+def classpath(version: str | None = None) -> str:
+    return release(version).classpath
 
 
 # ---------------------------------------------------------------- processes
@@ -440,7 +158,7 @@ def _secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) ->
 
 def pid_alive(pid: int | None) -> bool:
     """True when ``pid`` is a JVM started from our jars that still runs (a recycled pid is not ours)."""
-    return running(pid, str(JARS).encode())
+    return running(pid, JARS_MARKER)
 
 
 def port_in_use(port: int) -> bool:
@@ -499,9 +217,9 @@ def _spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap:
         *heap.split(),
         *JVM_FLAGS.split(),
         f"-Dkafka.logs.dir={log_dir}",
-        f"-Dlog4j.configuration=file:{layout.root / 'config' / 'log4j.properties'}",
+        logging_flag(layout),
         "-cp",
-        classpath(),
+        layout.release.classpath,
         main_class,
         str(props),
     ]
@@ -619,19 +337,46 @@ def _clear_stale_registrations(layout: ClusterLayout, broker_ids: list[int]) -> 
 
 
 def _resolve_layout(
-    data: str | Path | None, brokers: int, zookeeper_port: int, base_port: int, sasl_ssl_port_offset: int | None
-) -> ClusterLayout:
+    data: str | Path | None,
+    brokers: int,
+    zookeeper_port: int,
+    base_port: int,
+    sasl_ssl_port_offset: int | None,
+    kafka_version: str | None = None,
+    kraft: bool = False,
+    controllers: int = 0,
+) -> tuple[ClusterLayout, ClusterLayout]:
+    """(the layout to use: the one saved in ``data``, else the one asked for; the one asked for)."""
     root = str(Path(data or DEFAULT_DATA).resolve())
-    saved = ClusterLayout.load(root)
-    if saved is not None:
-        return saved
-    return ClusterLayout(
+    chosen = release(kafka_version)
+    # Kafka 4 has no ZooKeeper mode, and separate controllers only exist in KRaft mode.
+    kraft = kraft or not chosen.has_zookeeper or controllers > 0
+    asked = ClusterLayout(
         data=root,
         brokers=brokers,
         zookeeper_port=zookeeper_port,
         base_port=base_port,
         sasl_ssl_port_offset=sasl_ssl_port_offset,
+        kafka_version=chosen.version,
+        kraft=kraft,
+        controllers=controllers if kraft else 0,
+        controller_port_offset=free_controller_port_offset(sasl_ssl_port_offset, brokers, controllers),
     )
+    return ClusterLayout.load(root) or asked, asked
+
+
+def describe(layout: ClusterLayout) -> str:
+    """In words: how many brokers (and controllers) of which Kafka, in which mode, on which ports."""
+    where = f"on ports {layout.base_port}+"
+    if not layout.kraft:
+        return f"{layout.brokers} brokers {where} (ZooKeeper {layout.zookeeper_port}), Kafka {layout.kafka_version}"
+    controllers = f"controllers on {layout.controller_port(layout.controller_ids[0])}+"
+    nodes = (
+        f"{layout.brokers} broker+controller nodes"
+        if layout.combined
+        else f"{layout.brokers} brokers and {layout.controllers} controllers"
+    )
+    return f"{nodes} {where} ({controllers}), Kafka {layout.kafka_version} in KRaft mode"
 
 
 def up(
@@ -642,17 +387,25 @@ def up(
     echo: Callable[[str], None] = print,
     timeout: float = 180,
     sasl_ssl_port_offset: int | None = None,
+    kafka_version: str | None = None,
+    kraft: bool = False,
+    controllers: int = 0,
 ) -> ClusterLayout:
-    """Start ZooKeeper and every broker that is not already running, then wait until all are
-    registered and a controller is elected. With ``sasl_ssl_port_offset``, each broker also gets a
+    """Start every process of the cluster that is not already running and wait until it is whole.
+
+    ZooKeeper mode (Kafka 3.x, the default): ZooKeeper, then the brokers, until all are registered and a
+    controller is elected. KRaft mode (``kraft``, any Kafka 4 ``kafka_version``, or ``controllers`` > 0):
+    each node's storage is formatted once, then every node starts, until each broker is registered and
+    unfenced and the quorum has a leader; ``controllers`` > 0 runs that many controllers on their own,
+    else each broker is a controller too. With ``sasl_ssl_port_offset``, each broker also gets a
     SASL_SSL listener on its port + the offset, with generated certificates and users, and ``up``
-    waits until that listener accepts them. Returns the layout; raises LauncherError."""
-    layout = _resolve_layout(data, brokers, zookeeper_port, base_port, sasl_ssl_port_offset)
-    if (layout.brokers, layout.zookeeper_port, layout.base_port) != (brokers, zookeeper_port, base_port):
-        echo(
-            f"Note: {layout.data} already holds a cluster of {layout.brokers} brokers on ports "
-            f"{layout.base_port}+ (ZooKeeper {layout.zookeeper_port}); using it as it is."
-        )
+    waits until that listener accepts them. A data folder keeps the cluster it was first started with.
+    Returns the layout; raises LauncherError (MavenError when the jars cannot be fetched)."""
+    layout, asked = _resolve_layout(
+        data, brokers, zookeeper_port, base_port, sasl_ssl_port_offset, kafka_version, kraft, controllers
+    )
+    if describe(layout) != describe(asked):
+        echo(f"Note: {layout.data} already holds a cluster of {describe(layout)}; using it as it is.")
     elif layout.sasl_ssl_port_offset != sasl_ssl_port_offset:
         has = "a" if layout.secure else "no"
         echo(f"Note: {layout.data} already holds a cluster with {has} SASL_SSL listener; using it as it is.")
@@ -662,25 +415,37 @@ def up(
             f"({layout.brokers}), or the ports of two brokers' listeners would be the same."
         )
     check_java()
-    fetch_jars(echo)
+    layout.release.fetch(echo)
+    if layout.kraft:
+        _up_kraft(layout, echo, timeout)
+    else:
+        _up_zookeeper(layout, echo, timeout)
+    if layout.secure:
+        listener = secure_listener(layout)
+        create_scram_credentials(layout, list(listener.users))
+        _wait(
+            lambda: secure_listener_accepts(layout, listener),
+            60,
+            "the SASL_SSL listeners to accept the generated users",
+            layout,
+        )
+    _echo_started(layout, echo)
+    return layout
 
+
+def _up_zookeeper(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> None:
     zk_alive = pid_alive(layout.pids.get("zookeeper"))
     brokers_alive = {b: pid_alive(layout.pids.get(f"broker-{b}")) for b in layout.broker_ids}
     if zk_alive and all(brokers_alive.values()):
         ids, controller = registered_brokers(layout)
         if ids >= set(layout.broker_ids) and controller is not None:
             echo(f"The cluster in {layout.data} is already up: nothing to do.")
-            return layout
+            return
 
     # Ports we are about to bind must be free (ours are running, so they are skipped).
     wanted = [] if zk_alive else [layout.zookeeper_port]
-    wanted += [port for b, alive in brokers_alive.items() if not alive for port in _broker_ports(layout, b)]
-    for port in wanted:
-        if port_in_use(port):
-            raise LauncherError(
-                f"Port {port} on 127.0.0.1 is already in use by another program; stop it or choose other "
-                f"ports (--zookeeper-port, --base-port, with a new --data folder)."
-            )
+    wanted += [port for b, alive in brokers_alive.items() if not alive for port in _node_ports(layout, b)]
+    _check_ports_free(wanted)
 
     write_configs(layout)
     config = layout.root / "config"
@@ -711,30 +476,89 @@ def up(
         "every broker to register and a controller to be elected",
         layout,
     )
-    if layout.secure:
-        listener = secure_listener(layout)
-        _create_scram_credentials(layout, list(listener.users))
-        _wait(
-            lambda: _secure_listener_accepts(layout, listener),
-            60,
-            "the SASL_SSL listeners to accept the generated users",
-            layout,
-        )
+
+
+def _up_kraft(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> None:
+    alive = {name: pid_alive(layout.pids.get(name)) for name in layout.process_names}
+    if all(alive.values()) and _kraft_whole(layout):
+        echo(f"The cluster in {layout.data} is already up: nothing to do.")
+        return
+    starting = [name for name, up in alive.items() if not up]
+    _check_ports_free([port for name in starting for port in _node_ports(layout, _node_id(name))])
+    if layout.cluster_id is None:
+        layout.cluster_id = kraft.new_cluster_id()
+        layout.save()
+    write_configs(layout)
+    kraft.format_storage(layout, check_java(), [*layout.separate_controller_ids, *layout.broker_ids])
+    config = layout.root / "config"
+    for name in starting:  # separate controllers first: the brokers need them to register
+        node_id = _node_id(name)
+        heap = CONTROLLER_HEAP if name.startswith("controller-") else BROKER_HEAP
+        layout.pids[name] = _spawn(layout, name, "kafka.Kafka", config / f"server-{node_id}.properties", heap)
+        layout.save()
+    _wait(
+        lambda: _kraft_whole(layout, check_alive=True),
+        timeout,
+        "every broker to register with the controllers and the quorum to elect a leader",
+        layout,
+    )
+
+
+def _node_id(process_name: str) -> int:
+    return int(process_name.rsplit("-", 1)[1])
+
+
+def _node_ports(layout: ClusterLayout, node_id: int) -> list[int]:
+    """The ports node ``node_id`` binds: a broker's client listeners, a controller's controller listener."""
+    ports = []
+    if node_id in layout.broker_ids:
+        ports.append(layout.broker_port(node_id))
+        if layout.secure:
+            ports.append(layout.sasl_ssl_port(node_id))
+    if node_id in layout.controller_ids:
+        ports.append(layout.controller_port(node_id))
+    return ports
+
+
+def _check_ports_free(ports: list[int]) -> None:
+    for port in ports:
+        if port_in_use(port):
+            raise LauncherError(
+                f"Port {port} on 127.0.0.1 is already in use by another program; stop it or choose other "
+                f"ports (--zookeeper-port, --base-port, with a new --data folder)."
+            )
+
+
+def _kraft_whole(layout: ClusterLayout, check_alive: bool = False) -> bool:
+    """Every broker answers, is registered and unfenced, and the quorum has a leader. With ``check_alive``,
+    raises LauncherError when a process of the cluster has exited (it will not come back by waiting)."""
+    if check_alive:
+        for name in layout.process_names:
+            if not pid_alive(layout.pids.get(name)):
+                raise LauncherError(f"{name} exited during start; see {layout.root / 'logs' / name}.")
+    if not all(broker_answers(layout.broker_port(b)) for b in layout.broker_ids):
+        return False
+    view = kraft.quorum_view(layout)
+    return view is not None and view.brokers >= set(layout.broker_ids) and view.leader is not None
+
+
+def _echo_started(layout: ClusterLayout, echo: Callable[[str], None]) -> None:
+    for n in layout.separate_controller_ids:
+        name = layout.process_name(n, True)
+        echo(f"Controller {n} 127.0.0.1:{layout.controller_port(n)}  pid {layout.pids[name]}")
     for b in layout.broker_ids:
-        echo(f"Broker {b}     127.0.0.1:{layout.broker_port(b)}  pid {layout.pids[f'broker-{b}']}")
-    _, controller = registered_brokers(layout)
-    echo(f"Controller   broker {controller}")
+        also = f"  (controller on :{layout.controller_port(b)})" if layout.combined else ""
+        echo(f"Broker {b}     127.0.0.1:{layout.broker_port(b)}  pid {layout.pids[f'broker-{b}']}{also}")
+    if layout.kraft:
+        view = kraft.quorum_view(layout)
+        echo(f"Controller   node {view.leader if view else None} (quorum leader)")
+        echo(f"KRaft        Kafka {layout.kafka_version}, cluster id {layout.cluster_id}, no ZooKeeper")
+    else:
+        _, controller = registered_brokers(layout)
+        echo(f"Controller   broker {controller}")
     if layout.secure:
         _echo_secure(layout, echo)
     echo(f"Data and logs in {layout.data}")
-    return layout
-
-
-def _broker_ports(layout: ClusterLayout, broker_id: int) -> list[int]:
-    ports = [layout.broker_port(broker_id)]
-    if layout.secure:
-        ports.append(layout.sasl_ssl_port(broker_id))
-    return ports
 
 
 def _echo_secure(layout: ClusterLayout, echo: Callable[[str], None]) -> None:
@@ -789,13 +613,22 @@ def _require_layout(data: str | Path | None) -> ClusterLayout:
 
 
 def status(data: str | Path | None = None) -> dict[str, object]:
-    """What runs now: ZooKeeper and each broker (address, pid, alive, registered) and the controller."""
+    """What runs now: ZooKeeper (None on KRaft), each broker (address, pid, alive, registered), on KRaft
+    each controller, and the controller (on KRaft the quorum's leader)."""
     layout = _require_layout(data)
-    ids, controller = registered_brokers(layout)
-    zk_pid = layout.pids.get("zookeeper")
+    if layout.kraft:
+        view = kraft.quorum_view(layout)
+        ids, controller = (set(view.brokers), view.leader) if view else (set(), None)
+        zookeeper: dict[str, object] | None = None
+    else:
+        ids, controller = registered_brokers(layout)
+        zk_pid = layout.pids.get("zookeeper")
+        zookeeper = {"address": layout.zookeeper_connect, "pid": zk_pid, "alive": pid_alive(zk_pid)}
     found: dict[str, object] = {
         "data": layout.data,
-        "zookeeper": {"address": layout.zookeeper_connect, "pid": zk_pid, "alive": pid_alive(zk_pid)},
+        "kafka_version": layout.kafka_version,
+        "mode": layout.mode,
+        "zookeeper": zookeeper,
         "bootstrap_servers": layout.bootstrap_servers,
         "brokers": [
             {
@@ -809,6 +642,18 @@ def status(data: str | Path | None = None) -> dict[str, object]:
         ],
         "controller": controller,
     }
+    if layout.kraft:
+        found["cluster_id"] = layout.cluster_id
+        found["controllers"] = [
+            {
+                "id": n,
+                "address": f"127.0.0.1:{layout.controller_port(n)}",
+                "pid": layout.pids.get(layout.process_name(n, not layout.combined)),
+                "alive": pid_alive(layout.pids.get(layout.process_name(n, not layout.combined))),
+                "broker": layout.combined,
+            }
+            for n in layout.controller_ids
+        ]
     if layout.secure:
         certs = layout.certs
         found["sasl_ssl"] = {
@@ -836,7 +681,7 @@ def secure_env(data: str | Path | None = None, mechanism: str = "SCRAM-SHA-512")
         "KAFKA_SSL_CAFILE": str(listener.ca),
         "KAFKA_SSL_CERTFILE": str(listener.client_cert),
         "KAFKA_SSL_KEYFILE": str(listener.client_key),
-        "ZOOKEEPER_CONNECT": layout.zookeeper_connect,
+        "ZOOKEEPER_CONNECT": layout.zookeeper_connect,  # empty on KRaft: no ZooKeeper
     }
 
 
@@ -846,7 +691,8 @@ def _check_broker_id(layout: ClusterLayout, broker_id: int) -> None:
 
 
 def stop_broker(broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
-    """Stop one broker (a clean, controlled shutdown; killed after 60 s) and wait until it is gone."""
+    """Stop one broker (a clean, controlled shutdown; killed after 60 s) and wait until it is gone. In
+    combined KRaft mode that node's controller stops with it."""
     layout = _require_layout(data)
     _check_broker_id(layout, broker_id)
     pid = layout.pids.get(f"broker-{broker_id}")
@@ -854,41 +700,90 @@ def stop_broker(broker_id: int, data: str | Path | None = None, echo: Callable[[
         echo(f"Broker {broker_id} is not running.")
         return
     _stop_pid(pid, timeout=60)
-    echo(f"Broker {broker_id} stopped.")
+    echo(f"Broker {broker_id} stopped{' (and its controller)' if layout.combined else ''}.")
 
 
 def start_broker(
     broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print, timeout: float = 120
 ) -> None:
-    """Start one broker again and wait until it is registered in ZooKeeper."""
+    """Start one broker again and wait until it is registered (in ZooKeeper, or with the KRaft quorum and
+    unfenced)."""
     layout = _require_layout(data)
     _check_broker_id(layout, broker_id)
-    if pid_alive(layout.pids.get(f"broker-{broker_id}")):
+    name = f"broker-{broker_id}"
+    if pid_alive(layout.pids.get(name)):
         echo(f"Broker {broker_id} is already running.")
         return
-    if not pid_alive(layout.pids.get("zookeeper")):
+    if not layout.kraft and not pid_alive(layout.pids.get("zookeeper")):
         raise LauncherError("ZooKeeper is not running: start the whole cluster with `python -m broker.local up`.")
-    port = layout.broker_port(broker_id)
-    for taken in _broker_ports(layout, broker_id):
+    for taken in _node_ports(layout, broker_id):
         if port_in_use(taken):
             raise LauncherError(f"Port {taken} on 127.0.0.1 is already in use by another program.")
     write_configs(layout)
-    _clear_stale_registrations(layout, [broker_id])
+    if not layout.kraft:
+        _clear_stale_registrations(layout, [broker_id])
     started_at = time.time() - 1.0
-    layout.pids[f"broker-{broker_id}"] = _spawn(
-        layout,
-        f"broker-{broker_id}",
-        "kafka.Kafka",
-        layout.root / "config" / f"server-{broker_id}.properties",
-        BROKER_HEAP,
+    layout.pids[name] = _spawn(
+        layout, name, "kafka.Kafka", layout.root / "config" / f"server-{broker_id}.properties", BROKER_HEAP
     )
     layout.save()
-    _wait(lambda: _all_registered(layout, [broker_id], started_at), timeout, f"broker {broker_id} to register", layout)
-    echo(f"Broker {broker_id} started on 127.0.0.1:{port}.")
+    if layout.kraft:
+        _wait(lambda: _kraft_whole(layout), timeout, f"broker {broker_id} to register and be unfenced", layout)
+    else:
+        _wait(
+            lambda: _all_registered(layout, [broker_id], started_at),
+            timeout,
+            f"broker {broker_id} to register",
+            layout,
+        )
+    echo(f"Broker {broker_id} started on 127.0.0.1:{layout.broker_port(broker_id)}.")
+
+
+def _check_controller_id(layout: ClusterLayout, node_id: int) -> None:
+    if node_id not in layout.separate_controller_ids:
+        hint = "stop-broker/start-broker stop and start combined nodes" if layout.combined else "none in ZooKeeper mode"
+        raise LauncherError(
+            f"No separate controller {node_id}: this cluster has {layout.separate_controller_ids or 'none'} ({hint})."
+        )
+
+
+def stop_controller(node_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
+    """Stop one separate KRaft controller and wait until it is gone (the quorum elects another leader
+    while a majority runs)."""
+    layout = _require_layout(data)
+    _check_controller_id(layout, node_id)
+    pid = layout.pids.get(layout.process_name(node_id, True))
+    if not pid_alive(pid):
+        echo(f"Controller {node_id} is not running.")
+        return
+    _stop_pid(pid, timeout=30)
+    echo(f"Controller {node_id} stopped.")
+
+
+def start_controller(
+    node_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print, timeout: float = 120
+) -> None:
+    """Start one separate KRaft controller again and wait until the cluster is whole (every broker
+    registered, a quorum leader)."""
+    layout = _require_layout(data)
+    _check_controller_id(layout, node_id)
+    name = layout.process_name(node_id, True)
+    if pid_alive(layout.pids.get(name)):
+        echo(f"Controller {node_id} is already running.")
+        return
+    _check_ports_free(_node_ports(layout, node_id))
+    write_configs(layout)
+    layout.pids[name] = _spawn(
+        layout, name, "kafka.Kafka", layout.root / "config" / f"server-{node_id}.properties", CONTROLLER_HEAP
+    )
+    layout.save()
+    _wait(lambda: _kraft_whole(layout), timeout, f"controller {node_id} to rejoin the quorum", layout)
+    echo(f"Controller {node_id} started on 127.0.0.1:{layout.controller_port(node_id)}.")
 
 
 def down(data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
-    """Stop every broker, then ZooKeeper. Data stays in the data folder for the next `up`."""
+    """Stop every broker, then the separate controllers or ZooKeeper. Data stays in the data folder for the
+    next `up`."""
     layout = ClusterLayout.load(Path(data or DEFAULT_DATA).resolve())
     if layout is None:
         echo("No cluster to stop.")
@@ -900,19 +795,34 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     for b in running:
         _stop_pid(layout.pids.get(f"broker-{b}"), timeout=30)
         echo(f"Broker {b} stopped.")
+    # Separate controllers after the brokers: a broker's controlled shutdown asks the active controller.
+    controllers = [
+        n for n in layout.separate_controller_ids if pid_alive(layout.pids.get(layout.process_name(n, True)))
+    ]
+    for n in controllers:
+        os.kill(layout.pids[layout.process_name(n, True)], signal.SIGTERM)
+    for n in controllers:
+        _stop_pid(layout.pids.get(layout.process_name(n, True)), timeout=30)
+        echo(f"Controller {n} stopped.")
     zookeeper_running = pid_alive(layout.pids.get("zookeeper"))
     if zookeeper_running:
         _stop_pid(layout.pids.get("zookeeper"), timeout=15)
         echo("ZooKeeper stopped.")
-    if not running and not zookeeper_running:
+    if not running and not controllers and not zookeeper_running:
         echo("Nothing was running.")
     echo(f"Data kept in {layout.data}.")
+
+
+def _require_zookeeper_mode(layout: ClusterLayout) -> None:
+    if layout.kraft:
+        raise LauncherError(f"The cluster in {layout.data} runs in KRaft mode: it has no ZooKeeper.")
 
 
 def stop_zookeeper(data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
     """Stop ZooKeeper alone and wait until it is gone. The brokers keep running and serve clients from
     the metadata they hold; what needs ZooKeeper (new topics, leader elections) waits until it is back."""
     layout = _require_layout(data)
+    _require_zookeeper_mode(layout)
     pid = layout.pids.get("zookeeper")
     if not pid_alive(pid):
         echo("ZooKeeper is not running.")
@@ -925,6 +835,7 @@ def start_zookeeper(data: str | Path | None = None, echo: Callable[[str], None] 
     """Start ZooKeeper again and wait until it serves, every running broker is registered in it and a
     controller is elected (a broker whose session expired meanwhile registers anew)."""
     layout = _require_layout(data)
+    _require_zookeeper_mode(layout)
     if pid_alive(layout.pids.get("zookeeper")):
         echo("ZooKeeper is already running.")
         return

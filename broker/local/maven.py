@@ -20,11 +20,18 @@ def jars_complete(folder: Path) -> bool:
     return (folder / ".complete").exists()
 
 
-def copy_dependencies(pom: Path, folder: Path, what: str, echo: Callable[[str], None] = print) -> None:
+def copy_dependencies(
+    pom: Path,
+    folder: Path,
+    what: str,
+    echo: Callable[[str], None] = print,
+    properties: dict[str, str] | None = None,
+) -> None:
     """Copy the runtime dependencies of ``pom`` into ``folder`` once (later calls do nothing).
 
-    ``what`` names them in messages ("the Kafka jars"). Raises MavenError when Maven is not
-    installed or fails, with the last lines it printed."""
+    ``what`` names them in messages ("the Kafka jars"); ``properties`` override the pom's (``-Dname=value``,
+    e.g. the Kafka version). Raises MavenError when Maven is not installed or fails, with the last lines it
+    printed."""
     if jars_complete(folder):
         return
     mvn = shutil.which("mvn")
@@ -41,6 +48,7 @@ def copy_dependencies(pom: Path, folder: Path, what: str, echo: Callable[[str], 
             "dependency:copy-dependencies",
             f"-DoutputDirectory={folder}",
             "-DincludeScope=runtime",
+            *(f"-D{name}={value}" for name, value in (properties or {}).items()),
         ],
         capture_output=True,
         text=True,
