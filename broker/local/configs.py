@@ -84,8 +84,9 @@ def shared_broker_properties(layout: ClusterLayout, broker_id: int) -> list[str]
         "controlled.shutdown.enable=true",
     ]
     if layout.release.major >= 4:
-        # Share groups (KIP-932) keep their state in a topic of their own, replicated 3 times by default.
+        # Share groups (KIP-932) keep their state in a topic of their own (50 partitions, 3 replicas by default).
         lines += [
+            "share.coordinator.state.topic.num.partitions=6",
             f"share.coordinator.state.topic.replication.factor={replicas}",
             f"share.coordinator.state.topic.min.isr={min(2, replicas)}",
         ]

@@ -416,10 +416,9 @@ def up(
         )
     check_java()
     layout.release.fetch(echo)
-    if layout.kraft:
-        _up_kraft(layout, echo, timeout)
-    else:
-        _up_zookeeper(layout, echo, timeout)
+    started = _up_kraft(layout, echo, timeout) if layout.kraft else _up_zookeeper(layout, echo, timeout)
+    if not started:
+        return layout
     if layout.secure:
         listener = secure_listener(layout)
         create_scram_credentials(layout, list(listener.users))
@@ -433,14 +432,15 @@ def up(
     return layout
 
 
-def _up_zookeeper(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> None:
+def _up_zookeeper(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> bool:
+    """Start ZooKeeper and the brokers that are not running; False when all were up already."""
     zk_alive = pid_alive(layout.pids.get("zookeeper"))
     brokers_alive = {b: pid_alive(layout.pids.get(f"broker-{b}")) for b in layout.broker_ids}
     if zk_alive and all(brokers_alive.values()):
         ids, controller = registered_brokers(layout)
         if ids >= set(layout.broker_ids) and controller is not None:
             echo(f"The cluster in {layout.data} is already up: nothing to do.")
-            return
+            return False
 
     # Ports we are about to bind must be free (ours are running, so they are skipped).
     wanted = [] if zk_alive else [layout.zookeeper_port]
@@ -476,13 +476,15 @@ def _up_zookeeper(layout: ClusterLayout, echo: Callable[[str], None], timeout: f
         "every broker to register and a controller to be elected",
         layout,
     )
+    return True
 
 
-def _up_kraft(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> None:
+def _up_kraft(layout: ClusterLayout, echo: Callable[[str], None], timeout: float) -> bool:
+    """Format what is not formatted and start the nodes that are not running; False when all were up already."""
     alive = {name: pid_alive(layout.pids.get(name)) for name in layout.process_names}
     if all(alive.values()) and _kraft_whole(layout):
         echo(f"The cluster in {layout.data} is already up: nothing to do.")
-        return
+        return False
     starting = [name for name, up in alive.items() if not up]
     _check_ports_free([port for name in starting for port in _node_ports(layout, _node_id(name))])
     if layout.cluster_id is None:
@@ -502,6 +504,7 @@ def _up_kraft(layout: ClusterLayout, echo: Callable[[str], None], timeout: float
         "every broker to register with the controllers and the quorum to elect a leader",
         layout,
     )
+    return True
 
 
 def _node_id(process_name: str) -> int:
