@@ -793,20 +793,12 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
         return
     running = [b for b in layout.broker_ids if pid_alive(layout.pids.get(f"broker-{b}"))]
     # All brokers get SIGTERM at once; the last ones skip the leader hand-over that has nowhere to go.
-    for b in running:
-        os.kill(layout.pids[f"broker-{b}"], signal.SIGTERM)
-    for b in running:
-        _stop_pid(layout.pids.get(f"broker-{b}"), timeout=30)
-        echo(f"Broker {b} stopped.")
+    _stop_together(layout, [f"broker-{b}" for b in running], echo)
     # Separate controllers after the brokers: a broker's controlled shutdown asks the active controller.
     controllers = [
         n for n in layout.separate_controller_ids if pid_alive(layout.pids.get(layout.process_name(n, True)))
     ]
-    for n in controllers:
-        os.kill(layout.pids[layout.process_name(n, True)], signal.SIGTERM)
-    for n in controllers:
-        _stop_pid(layout.pids.get(layout.process_name(n, True)), timeout=30)
-        echo(f"Controller {n} stopped.")
+    _stop_together(layout, [layout.process_name(n, True) for n in controllers], echo)
     zookeeper_running = pid_alive(layout.pids.get("zookeeper"))
     if zookeeper_running:
         _stop_pid(layout.pids.get("zookeeper"), timeout=15)
@@ -814,6 +806,48 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if not running and not controllers and not zookeeper_running:
         echo("Nothing was running.")
     echo(f"Data kept in {layout.data}.")
+
+
+# How long combined KRaft nodes may go on trying a controlled shutdown once too few controllers are left
+# to elect a leader: none can be granted then, and a broker waits for it up to five minutes.
+QUORUM_LOST_GRACE = 3.0
+
+
+def _stop_together(layout: ClusterLayout, names: list[str], echo: Callable[[str], None], timeout: float = 30) -> None:
+    """SIGTERM every process in ``names`` at once and wait until all are gone (killed after ``timeout``).
+
+    In combined KRaft mode a node's controller stops when its broker has finished, so the last brokers
+    can be left asking for a controlled shutdown that a quorum without a majority can never grant: they
+    are killed ``QUORUM_LOST_GRACE`` seconds after the majority is gone (their logs are recovered at the
+    next start, as after a crash). Separate controllers are stopped after the brokers and never meet this."""
+    pids = {name: layout.pids[name] for name in names}
+    for pid in pids.values():
+        os.kill(pid, signal.SIGTERM)
+    majority = len(layout.controller_ids) // 2 + 1
+    deadline = time.monotonic() + timeout
+    lost_at: float | None = None
+    left = list(names)
+    while left:
+        still = [name for name in left if pid_alive(pids[name])]
+        for name in left:
+            if name not in still:
+                echo(f"{name.replace('-', ' ').capitalize()} stopped.")
+        left = still
+        now = time.monotonic()
+        if layout.combined and lost_at is None and 0 < len(left) < majority:
+            alive_voters = [n for n in layout.controller_ids if pid_alive(layout.pids.get(layout.process_name(n)))]
+            if len(alive_voters) < majority:
+                lost_at = now
+        if left and (now > deadline or (lost_at is not None and now - lost_at > QUORUM_LOST_GRACE)):
+            for name in left:
+                os.kill(pids[name], signal.SIGKILL)
+                why = "no controller quorum left to grant its controlled shutdown" if lost_at else "timed out"
+                echo(f"{name.replace('-', ' ').capitalize()} killed ({why}; its logs are recovered at the next start).")
+            for name in left:
+                while pid_alive(pids[name]):
+                    time.sleep(0.05)
+            return
+        time.sleep(0.1)
 
 
 def _require_zookeeper_mode(layout: ClusterLayout) -> None:
