@@ -10,13 +10,27 @@ PORT ?= 8888
 APT_PACKAGES := chromium chromium-driver docker-compose kcat
 DEMO ?= 1
 DEMO_SECOND_AFTER ?= 300
+# KRAFT=1: the embedded cluster runs Kafka $(KAFKA4_VERSION) in KRaft mode (no ZooKeeper), in its own data folder.
+KRAFT ?= 0
+KAFKA4_VERSION ?= 4.3.0
+ifeq ($(KRAFT),1)
+CLUSTER_ARGS := --data var/cluster-kraft
+UP_ARGS := --kafka-version $(KAFKA4_VERSION)
+CONSOLE_ENV := ZOOKEEPER_CONNECT=
+MAKE_DOWN := make down KRAFT=1
+else
+CLUSTER_ARGS :=
+UP_ARGS :=
+CONSOLE_ENV :=
+MAKE_DOWN := make down
+endif
 
 .PHONY: help install system-deps run test lint format bench down status clean
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete analytics/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka and Spark-connector jars)
+install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete broker/local/jars-$(KAFKA4_VERSION)/.complete analytics/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka 3.9 and 4.x and Spark-connector jars)
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is needed (Python 3.11)"; exit 2; }
@@ -33,6 +47,10 @@ node_modules/.installed: package.json package-lock.json
 broker/local/jars/.complete: broker/local/pom.xml | $(VENV)/.installed
 	rm -rf broker/local/jars
 	$(PY) -m broker.local fetch-jars
+
+broker/local/jars-$(KAFKA4_VERSION)/.complete: broker/local/pom-kafka4.xml | $(VENV)/.installed
+	rm -rf broker/local/jars-$(KAFKA4_VERSION)
+	$(PY) -m broker.local fetch-jars --kafka-version $(KAFKA4_VERSION)
 
 analytics/jars/.complete: analytics/pom.xml | $(VENV)/.installed
 	rm -rf analytics/jars
@@ -52,14 +70,14 @@ system-deps: ## install the Debian packages the tests use (Chromium, docker-comp
 	  fi; \
 	fi
 
-run: install ## start the embedded Kafka cluster with demo data and serve the console on $(HOST):$(PORT)
-	$(PY) -m broker.local up
+run: install ## start the embedded Kafka cluster with demo data and serve the console on $(HOST):$(PORT) (KRAFT=1: Kafka 4, KRaft)
+	$(PY) -m broker.local $(CLUSTER_ARGS) up $(UP_ARGS)
 	$(PY) -m broker.demo seed
 	$(PY) manage.py migrate --noinput -v 0
 	@echo
 	@$(PY) manage.py local_admin --url http://$(HOST):$(PORT)/
 	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
-	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local down  (or make down)"
+	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local $(CLUSTER_ARGS) down  (or $(MAKE_DOWN))"
 	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."
 	@echo "  Analytics: http://$(HOST):$(PORT)/clusters/local/analytics/ (topic page-views holds a day of web events; more with"
 	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow)."
@@ -67,7 +85,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
-	$(PY) -m console.serve --host $(HOST) --port $(PORT)
+	$(CONSOLE_ENV) $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)
 	$(PY) -m pytest
@@ -84,11 +102,11 @@ format: install ## apply ruff's fixes and formatting
 bench: install ## run the benchmarks; results go to bench/results/
 	$(PY) -m bench
 
-down: ## stop the embedded cluster (data is kept in var/)
-	$(PY) -m broker.local down
+down: ## stop the embedded cluster (data is kept in var/; KRAFT=1 for the KRaft one)
+	$(PY) -m broker.local $(CLUSTER_ARGS) down
 
-status: ## show the embedded cluster's processes as JSON
-	$(PY) -m broker.local status
+status: ## show the embedded cluster's processes as JSON (KRAFT=1 for the KRaft one)
+	$(PY) -m broker.local $(CLUSTER_ARGS) status
 
 clean: ## remove installed and generated files (not var/, which holds the cluster's data)
-	rm -rf $(VENV) node_modules broker/local/jars analytics/jars .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules broker/local/jars broker/local/jars-* analytics/jars .pytest_cache .mypy_cache .ruff_cache
