@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.local.configs import logging_flag
@@ -65,11 +65,13 @@ def format_storage(layout: ClusterLayout, java: str, node_ids: list[int]) -> Non
 
 @dataclass(frozen=True)
 class QuorumView:
-    """The cluster as its brokers report it: brokers that are registered and unfenced, and the quorum's
-    leader (the active controller), or None while there is none."""
+    """The cluster as its brokers report it: brokers that are registered and unfenced, the quorum's
+    leader (the active controller) or None while there is none, and when each voter last caught up
+    with the leader (epoch milliseconds, -1 never)."""
 
     brokers: frozenset[int]
     leader: int | None
+    caught_up: dict[int, int] = field(default_factory=dict)
 
 
 def quorum_view(layout: ClusterLayout, timeout_ms: int = 3000) -> QuorumView | None:
@@ -93,7 +95,7 @@ def quorum_view(layout: ClusterLayout, timeout_ms: int = 3000) -> QuorumView | N
             quorum = admin.describe_metadata_quorum()
         except Exception:  # noqa: BLE001 - no leader yet, or the broker cannot reach the controllers
             return QuorumView(brokers, None)
-        return QuorumView(brokers, _leader_id(quorum))
+        return QuorumView(brokers, _leader_id(quorum), _caught_up(quorum))
     except Exception:  # noqa: BLE001 - the cluster is still forming
         return None
     finally:
@@ -107,3 +109,12 @@ def _leader_id(quorum: dict[str, Any]) -> int | None:
             leader = partition.get("leader_id")
             return None if leader is None or leader < 0 else int(leader)
     return None
+
+
+def _caught_up(quorum: dict[str, Any]) -> dict[int, int]:
+    return {
+        int(voter["replica_id"]): int(voter.get("last_caught_up_timestamp") or -1)
+        for topic in quorum.get("topics", [])
+        for partition in topic.get("partitions", [])
+        for voter in partition.get("current_voters", [])
+    }

@@ -743,11 +743,16 @@ def start_broker(
 
 
 def _check_controller_id(layout: ClusterLayout, node_id: int) -> None:
-    if node_id not in layout.separate_controller_ids:
-        hint = "stop-broker/start-broker stop and start combined nodes" if layout.combined else "none in ZooKeeper mode"
+    if node_id in layout.separate_controller_ids:
+        return
+    if not layout.kraft:
+        raise LauncherError(f"The cluster in {layout.data} runs in ZooKeeper mode: it has no KRaft controllers.")
+    if layout.combined:
         raise LauncherError(
-            f"No separate controller {node_id}: this cluster has {layout.separate_controller_ids or 'none'} ({hint})."
+            f"The cluster in {layout.data} has no separate controllers: each broker is a controller too "
+            "(stop-broker N / start-broker N stop and start both)."
         )
+    raise LauncherError(f"No controller {node_id}: this cluster's controllers are {layout.separate_controller_ids}.")
 
 
 def stop_controller(node_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
@@ -776,11 +781,19 @@ def start_controller(
         return
     _check_ports_free(_node_ports(layout, node_id))
     write_configs(layout)
+    started_ms = int(time.time() * 1000)
     layout.pids[name] = _spawn(
         layout, name, "kafka.Kafka", layout.root / "config" / f"server-{node_id}.properties", CONTROLLER_HEAP
     )
     layout.save()
-    _wait(lambda: _kraft_whole(layout), timeout, f"controller {node_id} to rejoin the quorum", layout)
+
+    def rejoined() -> bool:
+        if not pid_alive(layout.pids.get(name)):
+            raise LauncherError(f"Controller {node_id} exited during start; see {layout.root / 'logs' / name}.")
+        view = kraft.quorum_view(layout)
+        return view is not None and view.leader is not None and view.caught_up.get(node_id, -1) >= started_ms
+
+    _wait(rejoined, timeout, f"controller {node_id} to catch up with the quorum leader", layout)
     echo(f"Controller {node_id} started on 127.0.0.1:{layout.controller_port(node_id)}.")
 
 

@@ -121,17 +121,20 @@ def create_scram_credentials(layout: ClusterLayout, users: list[SaslUser]) -> No
     from kafka import KafkaAdminClient
     from kafka.admin import UserScramCredentialUpsertion
 
-    upserts = [
-        UserScramCredentialUpsertion(u.name, mechanism, u.password)
-        for u in users
-        for mechanism in u.mechanisms
-        if mechanism.startswith("SCRAM-")
-    ]
+    mechanisms = sorted({m for u in users for m in u.mechanisms if m.startswith("SCRAM-")})
     admin = KafkaAdminClient(
         bootstrap_servers=layout.bootstrap_servers.split(","), bootstrap_timeout_ms=10_000, request_timeout_ms=10_000
     )
+    failed: dict[str, object] = {}
     try:
-        failed = {user: error for user, error in admin.alter_user_scram_credentials(upserts).items() if error}
+        # One request per mechanism: a KRaft controller refuses two changes to one user in the same request
+        # ("A user credential cannot be altered twice in the same request"); ZooKeeper mode took them together.
+        for mechanism in mechanisms:
+            upserts = [
+                UserScramCredentialUpsertion(u.name, mechanism, u.password) for u in users if mechanism in u.mechanisms
+            ]
+            answer = admin.alter_user_scram_credentials(upserts)
+            failed.update({f"{user} ({mechanism})": error for user, error in answer.items() if error})
     finally:
         admin.close()
     if failed:
