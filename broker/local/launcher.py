@@ -4,8 +4,11 @@ The brokers, controllers and ZooKeeper are plain JVM processes started from the 
 release the cluster runs (broker/local/versions.py: 3.9.1 from ``broker/local/jars/`` by default, a 4.x
 release from ``broker/local/jars-<version>/``, copied by Maven). Each process runs in its own session so
 it outlives the command that started it; its pid is kept in the data folder, so every later command
-finds it again. The configuration files are written by configs.py, KRaft's own steps (cluster id,
-storage format, the quorum's view) are in kraft.py, the secure listener's users in secure.py.
+finds it again. This module holds the commands; the configuration files are written by configs.py,
+the processes are started, stopped and probed by jvm.py, ZooKeeper mode's view of the cluster is in
+zkview.py, KRaft's own steps (cluster id, storage format, the quorum's view) in kraft.py, the secure
+listener's users in secure.py, the ports and layout in layout.py, the releases and their jars in
+versions.py.
 
 Layout of the data folder (``var/cluster/`` by default)::
 
@@ -29,21 +32,11 @@ PLAINTEXT), and the folder holds::
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
-import socket
-import struct
-import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from pathlib import Path
-
-from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
 from broker.local import kraft
 from broker.local.configs import (
@@ -51,11 +44,25 @@ from broker.local.configs import (
     controller_properties,
     log4j2_properties,
     log4j_properties,
-    logging_flag,
     secure_listener_properties,
     write_configs,
     zookeeper_properties,
 )
+from broker.local.jvm import (
+    BROKER_HEAP,
+    CONTROLLER_HEAP,
+    ZOOKEEPER_HEAP,
+    broker_answers,
+    check_java,
+    pid_alive,
+    port_in_use,
+    port_open,
+    zookeeper_serving,
+)
+from broker.local.jvm import java_major as _java_major
+from broker.local.jvm import spawn as _spawn
+from broker.local.jvm import stop_pid as _stop_pid
+from broker.local.jvm import wait as _wait
 from broker.local.layout import (
     ClusterLayout,
     LauncherError,
@@ -74,7 +81,8 @@ from broker.local.secure import (
     secure_listener_accepts,
 )
 from broker.local.versions import DEFAULT_KAFKA4_VERSION, DEFAULT_VERSION, release
-from broker.processes import running
+from broker.local.zkview import clear_stale_registrations as _clear_stale_registrations
+from broker.local.zkview import registered_brokers, registrations
 
 __all__ = [  # what callers and tests use from here, wherever it lives now
     "DEFAULT_KAFKA4_VERSION",
@@ -87,15 +95,23 @@ __all__ = [  # what callers and tests use from here, wherever it lives now
     "LauncherError",
     "SaslUser",
     "SecureListener",
+    "_java_major",
+    "broker_answers",
     "broker_properties",
+    "check_java",
     "controller_properties",
     "ensure_sasl_users",
     "log4j2_properties",
     "log4j_properties",
+    "pid_alive",
+    "port_in_use",
+    "port_open",
+    "registered_brokers",
     "secure_listener",
     "secure_listener_properties",
     "write_configs",
     "zookeeper_properties",
+    "zookeeper_serving",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -103,40 +119,8 @@ JARS = release().jars  # the default release's jars (tools and benchmarks run Ka
 REPO_ROOT = HERE.parent.parent
 DEFAULT_DATA = REPO_ROOT / "var" / "cluster"
 
-BROKER_HEAP = "-Xmx384m -Xms128m"
-CONTROLLER_HEAP = "-Xmx192m -Xms64m"
-ZOOKEEPER_HEAP = "-Xmx128m -Xms64m"
-# Fast JVM start and a small footprint: several brokers share two cores here.
-JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Djava.awt.headless=true"
-# Every release's jars folder (jars/, jars-4.3.0/) starts with this: how a pid is known for one of ours.
-JARS_MARKER = str(HERE / "jars").encode()
 
-
-# ---------------------------------------------------------------- prerequisites
-
-
-def check_java() -> str:
-    """Path of a Java 17+ ``java``; raises LauncherError saying what to install otherwise."""
-    java = shutil.which("java")
-    if java is None:
-        raise LauncherError(
-            "Java 17 or newer is needed to run Kafka: install it (e.g. `apt-get install openjdk-17-jre-headless`)."
-        )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    version = _java_major(out)
-    if version is not None and version < 17:
-        raise LauncherError(f"Java {version} found at {java}; Kafka here needs Java 17 or newer.")
-    return java
-
-
-def _java_major(version_output: str) -> int | None:
-    for token in version_output.split('"')[1:2]:
-        head = token.split(".")[0]
-        if head == "1":  # 1.8.0_x
-            return int(token.split(".")[1])
-        if head.isdigit():
-            return int(head)
-    return None
+# ---------------------------------------------------------------- jars
 
 
 def jars_ready(version: str | None = None) -> bool:
@@ -151,186 +135,6 @@ def fetch_jars(echo: Callable[[str], None] = print, version: str | None = None) 
 
 def classpath(version: str | None = None) -> str:
     return release(version).classpath
-
-
-# ---------------------------------------------------------------- processes
-
-
-def pid_alive(pid: int | None) -> bool:
-    """True when ``pid`` is a JVM started from our jars that still runs (a recycled pid is not ours)."""
-    return running(pid, JARS_MARKER)
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-def port_open(port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def zookeeper_serving(port: int, timeout: float = 1.0) -> bool:
-    """True when ZooKeeper answers the ``srvr`` command as a serving server (not merely listening)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(b"srvr")
-            s.settimeout(timeout)
-            reply = b""
-            while chunk := s.recv(4096):
-                reply += chunk
-    except OSError:
-        return False
-    return b"Mode:" in reply
-
-
-def broker_answers(port: int, timeout: float = 1.0) -> bool:
-    """True when the broker on ``port`` answers a Kafka request (ApiVersions v0), not merely accepts
-    connections: a broker registers in ZooKeeper before it starts serving requests."""
-    client_id = b"kazami-probe"
-    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            s.sendall(struct.pack(">i", len(body)) + body)
-            header = s.recv(8)
-    except OSError:
-        return False
-    return len(header) == 8 and struct.unpack(">ii", header)[1] == 1
-
-
-def _spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap: str) -> int:
-    java = check_java()
-    log_dir = layout.root / "logs" / name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        java,
-        *heap.split(),
-        *JVM_FLAGS.split(),
-        f"-Dkafka.logs.dir={log_dir}",
-        logging_flag(layout),
-        "-cp",
-        layout.release.classpath,
-        main_class,
-        str(props),
-    ]
-    out = open(layout.root / "logs" / f"{name}.out", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        cmd,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=str(layout.root),
-    )
-    out.close()
-    return proc.pid
-
-
-def _stop_pid(pid: int | None, timeout: float) -> None:
-    if not pid_alive(pid):
-        return
-    assert pid is not None
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
-    while pid_alive(pid):
-        time.sleep(0.05)
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, what: str, layout: ClusterLayout) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise LauncherError(f"Timed out after {timeout:.0f} s waiting for {what}; see the logs in {layout.root / 'logs'}.")
-
-
-# ---------------------------------------------------------------- ZooKeeper view of the cluster
-
-
-@contextmanager
-def _zookeeper(layout: ClusterLayout) -> Iterator[KazooClient | None]:
-    """A short-lived ZooKeeper session, or None when ZooKeeper does not answer."""
-    if not zookeeper_serving(layout.zookeeper_port):
-        yield None
-        return
-    zk = KazooClient(hosts=layout.zookeeper_connect, timeout=3.0, connection_retry={"max_tries": 1})
-    try:
-        zk.start(timeout=3.0)
-    except KazooTimeoutError:
-        yield None
-        return
-    try:
-        yield zk
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def registrations(layout: ClusterLayout) -> tuple[dict[int, float], int | None]:
-    """({broker id: registration time in epoch seconds}, controller id or None) as ZooKeeper has them;
-    empty when ZooKeeper is down."""
-    with _zookeeper(layout) as zk:
-        if zk is None:
-            return {}, None
-        found: dict[int, float] = {}
-        try:
-            for child in zk.get_children("/brokers/ids"):
-                try:
-                    _, stat = zk.get(f"/brokers/ids/{child}")
-                    found[int(child)] = stat.ctime / 1000
-                except NoNodeError:
-                    continue
-        except NoNodeError:
-            pass
-        try:
-            raw, _ = zk.get("/controller")
-            controller: int | None = int(json.loads(raw)["brokerid"])
-        except NoNodeError:
-            controller = None
-        return found, controller
-
-
-def registered_brokers(layout: ClusterLayout) -> tuple[set[int], int | None]:
-    """(broker ids registered in ZooKeeper, controller id or None); empty when ZooKeeper is down."""
-    found, controller = registrations(layout)
-    return set(found), controller
-
-
-def _clear_stale_registrations(layout: ClusterLayout, broker_ids: list[int]) -> None:
-    """Delete the registrations of our brokers that are not running.
-
-    A ZooKeeper restarted from its snapshot keeps the ephemeral nodes of the sessions it
-    knew until they expire; a broker starting meanwhile fails with NodeExists. The ids are
-    this cluster's own and their processes are gone, so those nodes are stale by definition.
-    """
-    with _zookeeper(layout) as zk:
-        if zk is None:
-            return
-        for b in broker_ids:
-            with suppress(NoNodeError):
-                zk.delete(f"/brokers/ids/{b}")
-        try:
-            raw, _ = zk.get("/controller")
-            if int(json.loads(raw)["brokerid"]) in broker_ids:
-                zk.delete("/controller")
-        except NoNodeError:
-            pass
 
 
 # ---------------------------------------------------------------- commands
