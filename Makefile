@@ -16,12 +16,10 @@ KAFKA4_VERSION ?= 4.3.0
 ifeq ($(KRAFT),1)
 CLUSTER_ARGS := --data var/cluster-kraft
 UP_ARGS := --kafka-version $(KAFKA4_VERSION)
-CONSOLE_ENV := ZOOKEEPER_CONNECT=
 MAKE_DOWN := make down KRAFT=1
 else
 CLUSTER_ARGS :=
 UP_ARGS :=
-CONSOLE_ENV :=
 MAKE_DOWN := make down
 endif
 
@@ -85,7 +83,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
-	$(CONSOLE_ENV) $(PY) -m console.serve --host $(HOST) --port $(PORT)
+	$(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)
 	$(PY) -m pytest

@@ -47,6 +47,8 @@ MAX_ROUNDS = 3
 # A broker that did not answer a request sent to it alone is left out of the reads that can do without it
 # (offsets, sizes) for this many time-outs: a frozen broker costs one time-out, not one per page.
 SILENT_ROUNDS = 5
+# DescribeQuorum's API key: listed by KRaft brokers only.
+DESCRIBE_QUORUM_KEY = 55
 ADMIN_METADATA_MAX_AGE_MS = 5000
 # How long the hand-made TLS/SASL check after a failed bootstrap may take (it answers in milliseconds
 # when the broker is there; this bounds a broker that accepts connections and says nothing).
@@ -155,10 +157,33 @@ class ClusterConnection:
         # one of its request threads, for as long as ZooKeeper is down; broker.topics does not send another
         # until ZooKeeper serves again.
         self.zookeeper_stalled_at: float | None = None
+        # "zookeeper" or "kraft", learnt from the cluster once it answered (see mode()).
+        self._mode: str | None = None
+        # ZooKeeper mode: the brokers' own zookeeper.connect (broker.cluster), used when none is configured.
+        self.learned_zookeeper: str | None = None
         # Answers shared by callers asking the same within config.max_age (broker/sharing.py), and the
         # timestamps of messages the lag-in-time lookup has read.
         self.reads = SharedReads(config.max_age)
         self.timestamps = Timestamps()
+
+    def mode(self) -> str | None:
+        """``kraft`` or ``zookeeper``, learnt from the API versions the bootstrap broker gave the admin client
+        (no request of its own: a KRaft broker lists DescribeQuorum, a ZooKeeper-mode one does not); None
+        while the cluster does not answer."""
+        if self._mode is None and self._admin is None:
+            try:
+                self.call(lambda admin: None, "connection")
+            except ClusterUnavailable:
+                return None
+        return self._mode
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        """The configured ZooKeeper (else the one the brokers name), unless the cluster runs in KRaft mode:
+        then none, whatever is configured."""
+        if self._mode == "kraft":
+            return None
+        return self.config.zookeeper_connect or self.learned_zookeeper
 
     def mark_silent(self, broker: int) -> None:
         """Note that ``broker`` did not answer a request sent to it alone."""
@@ -225,7 +250,18 @@ class ClusterConnection:
                     self._bootstrap_failed = (time.monotonic(), exc)
                     raise
                 self._bootstrap_failed = None
+                self._learn_mode(self._admin)
             return self._admin
+
+    def _learn_mode(self, admin: KafkaAdminClient) -> None:
+        """Note the cluster's mode from the API versions the admin client was given at bootstrap (no
+        request): a KRaft broker lists DescribeQuorum, a ZooKeeper-mode one does not."""
+        try:
+            keys = {int(k) for k in admin.api_versions()}
+        except (AttributeError, TypeError, ValueError):
+            return
+        if keys:
+            self._mode = "kraft" if DESCRIBE_QUORUM_KEY in keys else "zookeeper"
 
     def reset(self, used: KafkaAdminClient | None = None) -> None:
         """Drop the admin client (closed in the background); the next call connects afresh. With ``used``,

@@ -51,3 +51,8 @@ class KafkaRefused(KazamiError):
 
 class PartitionUnavailable(KazamiError):
     """The partition has no leader right now, so it cannot be read or written."""
+
+
+class NotSupported(KazamiError):
+    """The cluster's mode or version does not have this (a quorum on a ZooKeeper-mode cluster, share groups
+    before Kafka 4.0); the message says which mode or version brings it."""

@@ -358,9 +358,9 @@ def _zookeeper_away(conn: ClusterConnection) -> bool:
     """True while a request the brokers need ZooKeeper for timed out (conn.zookeeper_stalled_at) and
     ZooKeeper still does not serve (with no ZooKeeper configured: for ten time-outs after the stall)."""
     stalled = conn.zookeeper_stalled_at
-    if stalled is None:
+    if stalled is None or conn.mode() == "kraft":
         return False
-    zookeeper = conn.config.zookeeper_connect
+    zookeeper = conn.zookeeper_connect
     if zookeeper:
         return not zookeeper_serving(zookeeper, conn.config.timeout)
     return time.monotonic() - stalled <= conn.config.timeout * 10
@@ -381,7 +381,8 @@ def _describe_configs(
     try:
         described: dict[str, Any] = admin.describe_configs(resources, config_filter="all")
     except SILENT_ERRORS:
-        conn.zookeeper_stalled_at = time.monotonic()
+        if conn.mode() != "kraft":
+            conn.zookeeper_stalled_at = time.monotonic()
         return None
     conn.zookeeper_stalled_at = None
     return described
@@ -510,8 +511,12 @@ def get_topic(conn: ClusterConnection, name: str) -> TopicDetail:
             configs_error=None
             if configs is not None
             else (
-                f"The configuration is not shown: the brokers did not give it within {conn.config.timeout:g} s "
-                "(in ZooKeeper mode they read it from ZooKeeper, which may be down)."
+                f"The configuration is not shown: the brokers did not give it within {conn.config.timeout:g} s"
+                + (
+                    "; try again in a moment."
+                    if conn.mode() == "kraft"
+                    else " (in ZooKeeper mode they read it from ZooKeeper, which may be down)."
+                )
             ),
         )
 
@@ -616,7 +621,7 @@ def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
     partitions, changing configs). While ZooKeeper is down the broker holds the request, and one of its
     request threads, until the time-out: once such a request timed out and ZooKeeper still does not serve,
     refuse at once (nothing is changed). Raises ClusterUnavailable."""
-    zookeeper = conn.config.zookeeper_connect
+    zookeeper = conn.zookeeper_connect
     if zookeeper and _zookeeper_away(conn):
         raise ClusterUnavailable(
             f"ZooKeeper ({zookeeper}) does not serve, and cluster {conn.config.name!r} needs it to {what}: "
@@ -625,7 +630,8 @@ def _zookeeper_change(conn: ClusterConnection, what: str) -> Iterator[None]:
     try:
         yield
     except SILENT_ERRORS:
-        conn.zookeeper_stalled_at = time.monotonic()
+        if conn.mode() != "kraft":
+            conn.zookeeper_stalled_at = time.monotonic()
         raise
 
 

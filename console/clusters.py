@@ -42,7 +42,8 @@ def default_cluster_from_env() -> ClusterConfig:
         bootstrap_servers=split_servers(
             env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094")
         ),
-        zookeeper_connect=env_str("ZOOKEEPER_CONNECT", "127.0.0.1:2181") or None,
+        # Unset: in ZooKeeper mode, the brokers' own zookeeper.connect; on KRaft, none whatever is set.
+        zookeeper_connect=env_str("ZOOKEEPER_CONNECT", "") or None,
         security_protocol=env_str("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT").upper(),
         sasl_mechanism=os.environ.get("KAFKA_SASL_MECHANISM"),
         sasl_username=os.environ.get("KAFKA_SASL_USERNAME"),

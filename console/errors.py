@@ -20,6 +20,7 @@ from broker.errors import (
     KafkaRefused,
     KazamiError,
     NotFound,
+    NotSupported,
     PartitionUnavailable,
     UnknownCluster,
 )
@@ -35,6 +36,7 @@ STATUS: list[tuple[type[KazamiError], int, str]] = [
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
     (AlreadyExists, 409, "already_exists"),
+    (NotSupported, 409, "not_supported"),
     (GroupActive, 409, "group_active"),
     (InvalidInput, 400, "invalid_input"),
     (KafkaRefused, 422, "kafka_refused"),

@@ -6,6 +6,7 @@ so a live page turns red when brokers go away and back when they return.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from analytics.reports import LABELS
 from broker import groups
 from broker.cluster import get_overview
 from broker.errors import ClusterUnavailable, KazamiError
+from broker.kraft import NotKRaft, get_quorum
 from console import jobs
 from console.clusters import get_connection
 from console.lag import verdicts
@@ -33,6 +35,26 @@ def overview_context(cluster: str) -> dict[str, Any]:
 
 def render_overview(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("overview/_overview.html", overview_context(cluster))
+
+
+def quorum_context(cluster: str) -> dict[str, Any]:
+    """Context of ``quorum/_quorum.html``: the KRaft metadata quorum, or why there is none (a ZooKeeper-mode
+    cluster, with its controller from the overview). Raises UnknownCluster only."""
+    conn = get_connection(cluster)
+    context: dict[str, Any] = {"cluster": cluster, "quorum": None, "overview": None, "error": None, "not_kraft": None}
+    try:
+        context["quorum"] = get_quorum(conn)
+    except NotKRaft as exc:
+        context["not_kraft"] = str(exc)
+        with contextlib.suppress(ClusterUnavailable):  # the page still says why there is no quorum
+            context["overview"] = get_overview(conn)
+    except ClusterUnavailable as exc:
+        context["error"] = str(exc)
+    return context
+
+
+def render_quorum(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("quorum/_quorum.html", quorum_context(cluster))
 
 
 GROUP_COLUMNS: dict[str, Any] = {
@@ -207,6 +229,7 @@ def render_live(cluster: str, params: Mapping[str, str]) -> str:
 
 LIVE_FRAGMENTS = {
     "overview": render_overview,
+    "quorum": render_quorum,
     "groups": render_groups,
     "group": render_group,
     "jobs": render_jobs,

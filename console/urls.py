@@ -24,6 +24,8 @@ urlpatterns = [
     path("users/<str:username>/", access.user_change, name="user-change"),
     path(CLUSTER, pages.cluster_overview, name="cluster-overview"),
     # Topics
+    path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
+    path(CLUSTER + "zookeeper/", pages.zookeeper, name="zookeeper"),
     path(CLUSTER + "topics/", topics.topic_list, name="topic-list"),
     path(CLUSTER + "topics-new/", topics.topic_new, name="topic-new"),
     path(TOPIC, topics.topic_detail, name="topic-detail"),
@@ -71,6 +73,7 @@ urlpatterns = [
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
+    path(f"api/{CLUSTER}quorum/", api.quorum, name="api-quorum"),
     path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
     path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
     path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),

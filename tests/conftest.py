@@ -27,9 +27,22 @@ ZOOKEEPER_PORT = 12181 + 10 * SLOT
 BASE_PORT = 19092 + 10 * SLOT
 BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 
+# Which cluster the session's tests run against: `zookeeper` (the default: Kafka 3.9 with ZooKeeper)
+# or `kraft` (Kafka 4 in KRaft mode, three brokers and three controllers of their own). `make test`
+# runs the suites once on each. Tests of ZooKeeper itself carry the `zookeeper` marker and are skipped
+# on KRaft, saying why.
+CLUSTER_KIND = os.environ.get("KAZAMI_TEST_CLUSTER", "zookeeper")
+if CLUSTER_KIND not in ("zookeeper", "kraft"):
+    raise SystemExit(f"KAZAMI_TEST_CLUSTER must be zookeeper or kraft, not {CLUSTER_KIND!r}")
+KRAFT = CLUSTER_KIND == "kraft"
+KRAFT_KAFKA_VERSION = launcher.DEFAULT_KAFKA4_VERSION
+KRAFT_CONTROLLERS = 3
+# The session cluster's data folder (tests stop and start its brokers through it).
+CLUSTER_DATA = TEST_VAR / ("cluster-kraft" if KRAFT else "cluster")
+
 # Before anything reads them: the console under test shows the test cluster as `local`.
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
-os.environ["ZOOKEEPER_CONNECT"] = f"127.0.0.1:{ZOOKEEPER_PORT}"
+os.environ["ZOOKEEPER_CONNECT"] = "" if KRAFT else f"127.0.0.1:{ZOOKEEPER_PORT}"
 os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
 # Tests write with their own clients and read through the console at once: no shared answers kept
 # (broker/sharing.py). Tests of that sharing set max_age themselves.
@@ -48,13 +61,35 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the KRaft run, skip what needs ZooKeeper (the marker's argument, when given, says why); on the
+    ZooKeeper-mode run, skip what only a KRaft cluster has."""
+    for item in items:
+        if KRAFT and (marker := item.get_closest_marker("zookeeper")):
+            why = marker.args[0] if marker.args else "it looks at ZooKeeper itself"
+            item.add_marker(pytest.mark.skip(reason=f"needs ZooKeeper ({why}); this run's cluster is KRaft"))
+        elif not KRAFT and item.get_closest_marker("kraft_only"):
+            item.add_marker(pytest.mark.skip(reason="needs a KRaft cluster; run with KAZAMI_TEST_CLUSTER=kraft"))
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[launcher.ClusterLayout]:
-    """A real 3-broker cluster (ZooKeeper on 12181, brokers on 19092-19094), fresh for this session."""
-    data = TEST_VAR / "cluster"
+    """A real 3-broker cluster, fresh for this session: ZooKeeper on 12181 and brokers on 19092-19094, or
+    with KAZAMI_TEST_CLUSTER=kraft, Kafka 4 brokers on the same ports and three controllers of their own."""
+    data = CLUSTER_DATA
     launcher.down(data, echo=lambda _: None)
     shutil.rmtree(data, ignore_errors=True)
-    layout = launcher.up(data, brokers=3, zookeeper_port=ZOOKEEPER_PORT, base_port=BASE_PORT, echo=lambda _: None)
+    if KRAFT:
+        layout = launcher.up(
+            data,
+            brokers=3,
+            base_port=BASE_PORT,
+            kafka_version=KRAFT_KAFKA_VERSION,
+            controllers=KRAFT_CONTROLLERS,
+            echo=lambda _: None,
+        )
+    else:
+        layout = launcher.up(data, brokers=3, zookeeper_port=ZOOKEEPER_PORT, base_port=BASE_PORT, echo=lambda _: None)
     try:
         yield layout
     finally:

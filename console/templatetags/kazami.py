@@ -152,3 +152,15 @@ def column_label(name: str) -> str:
     return {"last_lag_ms": "last lag (time)", "bucket_start": "bucket", "last_at": "last sample"}.get(
         name, name.replace("_", " ")
     )
+
+
+@register.filter
+def quorum_role(quorum: Any, node_id: int) -> str:
+    """``leader``, ``follower`` or ``observer``: a replica's role in a broker.kraft.Quorum."""
+    return str(quorum.role_of(node_id))
+
+
+@register.filter
+def quorum_node(quorum: Any, node_id: int) -> Any:
+    """The controller endpoints the quorum gives for a node, or None."""
+    return quorum.node(node_id)

@@ -15,6 +15,7 @@ from broker import groups, messages, topics
 from broker.cluster import get_overview
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
+from broker.kraft import get_quorum
 from broker.partitioners import CHOICES
 from broker.resets import parse_spec
 from console import changes
@@ -56,6 +57,13 @@ def clusters(request: HttpRequest) -> list[dict[str, Any]]:
 @api_view
 def cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     return get_overview(get_connection(cluster)).as_dict()
+
+
+@require_GET
+@api_view
+def quorum(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """The KRaft metadata quorum; 409 not_supported on a ZooKeeper-mode cluster."""
+    return get_quorum(get_connection(cluster)).as_dict()
 
 
 @public

@@ -105,3 +105,14 @@ def wait_healthy(timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the test cluster did not become healthy again")
         time.sleep(0.5)
+
+
+def active_controller(client: KafkaAdminClient) -> int:
+    """The active controller as Kafka's own tools find it: the KRaft quorum's leader, or in ZooKeeper mode
+    the controller DescribeCluster names."""
+    from tests.conftest import KRAFT
+
+    if KRAFT:
+        quorum = client.describe_metadata_quorum()
+        return int(quorum["topics"][0]["partitions"][0]["leader_id"])
+    return int(client.describe_cluster()["controller_id"])

@@ -38,7 +38,11 @@ from console.clusters import get_connection
 from tests.conftest import TEST_VAR
 from tests.integration.kafka_helpers import wait_known_everywhere
 
-pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.zookeeper("it starts a ZooKeeper-mode cluster of its own, run by the ZooKeeper session"),
+]
 
 DATA = TEST_VAR / "fault-cluster"
 ZOOKEEPER_PORT = 12481

@@ -23,7 +23,10 @@ from kafka.admin import NewTopic
 
 from tests.conftest import REPO, TEST_VAR, logged_in
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("it starts a ZooKeeper-mode cluster of its own, run by the ZooKeeper session"),
+]
 
 ZK_PORT = 12281
 BASE_PORT = 19192

@@ -9,8 +9,8 @@ from django.test import Client
 from kafka import KafkaAdminClient
 
 from broker.local import launcher
-from tests.conftest import BASE_PORT, BOOTSTRAP, logged_in
-from tests.integration.kafka_helpers import wait_healthy, wait_known_everywhere
+from tests.conftest import BASE_PORT, BOOTSTRAP, KRAFT, logged_in
+from tests.integration.kafka_helpers import active_controller, wait_healthy, wait_known_everywhere
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -33,17 +33,21 @@ def test_the_api_lists_brokers_and_controller_as_kafka_reports_them(client: Clie
     admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP.split(","), bootstrap_timeout_ms=10_000)
     try:
         truth = admin.describe_cluster()
+        controller = active_controller(admin)
     finally:
         admin.close()
     assert body["cluster_id"] == truth["cluster_id"]
-    assert body["controller"] == truth["controller_id"]
+    assert body["mode"] == ("kraft" if KRAFT else "zookeeper")
+    # Separate KRaft controllers are not brokers; in ZooKeeper mode the controller is one of the brokers.
+    assert body["controller"] == {"id": controller, "is_broker": not KRAFT}
+    assert body["controller_id"] == controller
     assert sorted((b["id"], b["host"], b["port"]) for b in body["brokers"]) == [
         (0, "127.0.0.1", BASE_PORT),
         (1, "127.0.0.1", BASE_PORT + 1),
         (2, "127.0.0.1", BASE_PORT + 2),
     ]
     assert all(b["alive"] for b in body["brokers"])
-    assert body["version"].startswith("3.9")
+    assert body["version"] == ("4.3" if KRAFT else "3.9")
     assert body["offline_partitions"] == 0
 
 
@@ -60,7 +64,8 @@ def test_the_page_shows_each_broker_and_the_controller(client: Client) -> None:
     html = response.content.decode()
     for port in (BASE_PORT, BASE_PORT + 1, BASE_PORT + 2):
         assert f"127.0.0.1:{port}" in html
-    assert f"broker {api['controller']}" in html
+    controller = api["controller"]["id"]
+    assert (f"controller {controller}" if KRAFT else f"broker {controller}") in html
     assert api["cluster_id"] in html
     assert 'ws-connect="/ws/clusters/local/overview/"' in html
 

@@ -25,7 +25,10 @@ from broker.local import launcher
 from broker.local.certs import encrypt_key, generate_certs
 from tests.conftest import TEST_VAR
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("it starts a ZooKeeper-mode cluster of its own, run by the ZooKeeper session"),
+]
 
 DATA = TEST_VAR / "secure-cluster"
 ZOOKEEPER_PORT = 12381

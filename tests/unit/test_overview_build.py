@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.cluster import build_overview
+from broker.cluster import Identity, build_overview
 from broker.config import ClusterConfig
 from broker.connection import ClusterConnection
 
@@ -30,7 +30,7 @@ def test_it_counts_partitions_by_health_and_separates_internal_topics() -> None:
         {"name": "b", "is_internal": False, "partitions": [partition(0, -1, [3], [])]},
         {"name": "__consumer_offsets", "is_internal": True, "partitions": [partition(0, 1, [1], [1])]},
     ]
-    o = build_overview(conn, cluster([1, 2], controller=2), topics, "3.9-IV0")
+    o = build_overview(conn, cluster([1, 2], controller=2), topics, Identity("zookeeper", "3.9-IV0"))
     assert (o.topics, o.internal_topics, o.partitions) == (2, 1, 4)
     assert o.under_replicated == 2  # a-1 lost a replica; b-0 has no ISR at all
     assert o.offline == 1
@@ -40,8 +40,8 @@ def test_it_counts_partitions_by_health_and_separates_internal_topics() -> None:
 
 def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -> None:
     conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
-    build_overview(conn, cluster([1, 2, 3], controller=1), [], None)
-    o = build_overview(conn, cluster([1, 2], controller=1), [], None)
+    build_overview(conn, cluster([1, 2, 3], controller=1), [], Identity("zookeeper"))
+    o = build_overview(conn, cluster([1, 2], controller=1), [], Identity("zookeeper"))
     down = [b for b in o.brokers if not b.alive]
     assert [(b.id, b.address) for b in down] == [(3, "h:9003")]
     assert o.brokers_up == 2
@@ -59,7 +59,29 @@ def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -
 def test_a_replica_on_a_broker_never_seen_shows_as_down_without_address() -> None:
     conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
     o = build_overview(
-        conn, cluster([1], controller=-1), [{"name": "x", "partitions": [partition(0, 1, [1, 7], [1])]}], None
+        conn, cluster([1], controller=-1), [{"name": "x", "partitions": [partition(0, 1, [1, 7], [1])]}], Identity(None)
     )
     assert o.controller is None
     assert [(b.id, b.alive, b.address) for b in o.brokers] == [(1, True, "h:9001"), (7, False, "not registered")]
+
+
+def test_on_kraft_the_controller_is_the_quorum_leader_not_the_broker_describe_cluster_names() -> None:
+    conn = ClusterConnection(ClusterConfig("t", ("h:1",), zookeeper_connect="zk:2181"))
+    identity = Identity("kraft", "4.3-IV0", {"metadata.version": 30}, controller=101, controller_is_broker=False)
+    o = build_overview(conn, cluster([0, 1, 2], controller=1), [], identity)
+    assert o.controller == 101
+    assert not any(b.is_controller for b in o.brokers)  # a separate controller: no broker wears the badge
+    body = o.as_dict()
+    assert body["mode"] == "kraft"
+    assert body["controller"] == {"id": 101, "is_broker": False}
+    assert (body["version"], body["protocol_version"]) == ("4.3", "4.3-IV0")
+    assert body["features"] == {"metadata.version": 30}
+    assert body["zookeeper_ignored"] == "zk:2181"  # configured, but a KRaft cluster has no ZooKeeper
+
+
+def test_a_combined_kraft_node_that_leads_the_quorum_is_marked_as_controller() -> None:
+    conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
+    identity = Identity("kraft", "3.9-IV0", controller=2, controller_is_broker=True)
+    o = build_overview(conn, cluster([0, 1, 2], controller=0), [], identity)
+    assert [b.id for b in o.brokers if b.is_controller] == [2]
+    assert o.zookeeper_ignored is None
