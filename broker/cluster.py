@@ -26,6 +26,8 @@ class BrokerInfo:
     is_controller: bool = False
     # False for a registered broker that did not answer a request sent to it lately (frozen, cut off).
     answering: bool = True
+    # KRaft: registered but fenced (stopped, or lost its session with the controller): not alive.
+    fenced: bool = False
 
     @property
     def address(self) -> str:
@@ -103,6 +105,7 @@ class ClusterOverview:
                     "rack": b.rack,
                     "alive": b.alive,
                     "answering": b.answering,
+                    "fenced": b.fenced,
                     "is_controller": b.is_controller,
                 }
                 for b in self.brokers
@@ -194,10 +197,13 @@ def build_overview(
         controller = named if isinstance(named, int) and named >= 0 else None
     if identity.zookeeper:
         conn.learned_zookeeper = identity.zookeeper
-    alive: dict[int, tuple[str, int, str | None]] = {
+    listed: dict[int, tuple[str, int, str | None]] = {
         b["broker_id"]: (b["host"], b["port"], b.get("rack")) for b in cluster.get("brokers", [])
     }
-    conn.known_brokers.update(alive)
+    conn.known_brokers.update(listed)
+    # A KRaft broker that stopped stays registered, fenced, until it returns: down, not alive.
+    fenced = {b["broker_id"] for b in cluster.get("brokers", []) if b.get("is_fenced")}
+    alive = {b: where for b, where in listed.items() if b not in fenced}
 
     partitions = under_replicated = offline = internal = 0
     referenced: set[int] = set()
@@ -225,6 +231,7 @@ def build_overview(
                 port=port,
                 rack=rack,
                 alive=broker_id in alive,
+                fenced=broker_id in fenced,
                 is_controller=broker_id == controller and (identity.mode != KRAFT or identity.controller_is_broker),
                 answering=broker_id in alive and broker_id not in silent,
             )

@@ -161,6 +161,9 @@ class ClusterConnection:
         self._mode: str | None = None
         # ZooKeeper mode: the brokers' own zookeeper.connect (broker.cluster), used when none is configured.
         self.learned_zookeeper: str | None = None
+        # Group id -> type ("classic", "consumer", "share") as the last listing or lookup found it, so that
+        # a group's page asks the one describe request its type needs.
+        self.group_types: dict[str, str] = {}
         # Answers shared by callers asking the same within config.max_age (broker/sharing.py), and the
         # timestamps of messages the lag-in-time lookup has read.
         self.reads = SharedReads(config.max_age)
@@ -471,3 +474,9 @@ def _close_quietly(client: KafkaAdminClient | KafkaConsumer | KafkaProducer) -> 
         client.close()
     except Exception:
         log.debug("closing a dropped admin client failed", exc_info=True)
+
+
+def live_brokers(admin: KafkaAdminClient) -> list[dict[str, Any]]:
+    """The brokers DescribeCluster lists, without the fenced ones: a KRaft broker that stopped stays
+    registered, fenced, until it comes back, and must not be asked anything meanwhile."""
+    return [b for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")]

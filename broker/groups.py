@@ -1,15 +1,18 @@
 """Consumer groups and their lag, in messages and in time, fetched in batches whatever the group count.
 
-One listing makes: ListGroups per broker, one batched FindCoordinator, DescribeGroups and
-OffsetFetch (every group at once, KIP-709) per coordinator, ListOffsets per partition leader,
-and, for lag in time, one fetch per broker reading the first unconsumed message of each
-lagging partition. Never one request per group.
+One listing makes: ListGroups per broker (which also says each group's type), one batched
+FindCoordinator, per coordinator one describe request per type (DescribeGroups for classic groups,
+ConsumerGroupDescribe for KIP-848 consumer groups, ShareGroupDescribe for share groups) and one
+OffsetFetch for every group at once (KIP-709), or DescribeShareGroupOffsets for share groups;
+ListOffsets per partition leader, and, for lag in time, one fetch per broker reading the first
+unconsumed message of each lagging partition. Never one request per group.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +21,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
-from broker.connection import ClusterConnection
+from broker import kafka4
+from broker.connection import ClusterConnection, live_brokers
 from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.logread import records_given
 from broker.resets import PartitionState, PlannedReset, ResetSpec, plan, time_target_ms
@@ -35,12 +39,35 @@ class GroupNotFound(NotFound):
     """No consumer group of that id."""
 
 
+# Group types, as ListGroups (v5+) names them; a cluster that does not say has classic groups only.
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
+
+
 @dataclass(frozen=True)
 class Member:
     member_id: str
     client_id: str
     host: str
     assignment: list[tuple[str, int]]
+    # KIP-848 consumer and share groups: the member's epoch, the topics it subscribed to, and (consumer
+    # groups) what the coordinator is moving it to.
+    member_epoch: int | None = None
+    subscribed: tuple[str, ...] = ()
+    target_assignment: list[tuple[str, int]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "member_id": self.member_id,
+            "client_id": self.client_id,
+            "host": self.host,
+            "assignment": [{"topic": t, "partition": p} for t, p in self.assignment],
+        }
+        if self.member_epoch is not None:
+            shown["member_epoch"] = self.member_epoch
+            shown["subscribed_topics"] = list(self.subscribed)
+        if self.target_assignment is not None:
+            shown["target_assignment"] = [{"topic": t, "partition": p} for t, p in self.target_assignment]
+        return shown
 
 
 @dataclass(frozen=True)
@@ -60,9 +87,13 @@ class PartitionLag:
     # do not count): 0 for a group that read every committed record, though the high watermark is a
     # commit marker further on.
     stable_lag: int | None = None
+    # Share groups: the lag Kafka reports from the start offset (records not yet acknowledged), when it does.
+    share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.share_lag is not None:
+            return self.share_lag
         if self.committed is None or self.log_end is None:
             return None
         return max(0, self.log_end - self.committed)
@@ -102,10 +133,14 @@ class GroupLag:
     group_id: str
     state: str
     protocol_type: str
-    protocol: str
+    protocol: str  # the assignor (classic: the protocol the members agreed on)
     members: list[Member]
     partitions: list[PartitionLag]
     fetched_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    type: str = CLASSIC
+    # KIP-848 consumer and share groups: the group's epoch and the epoch of its target assignment.
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     @property
     def topics(self) -> list[str]:
@@ -139,8 +174,9 @@ class GroupLag:
         return not self.members
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown: dict[str, Any] = {
             "group_id": self.group_id,
+            "type": self.type,
             "state": self.state,
             "protocol_type": self.protocol_type,
             "protocol": self.protocol,
@@ -152,6 +188,9 @@ class GroupLag:
             "partitions_without_commit": self.uncommitted,
             "partitions_without_log_end": self.unknown_lag,
         }
+        if self.type != CLASSIC:
+            shown.update(assignor=self.protocol, group_epoch=self.group_epoch, assignment_epoch=self.assignment_epoch)
+        return shown
 
 
 # ---------------------------------------------------------------- reads
@@ -177,32 +216,113 @@ def _members(described: dict[str, Any]) -> list[Member]:
     return members
 
 
-def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[str], with_time: bool) -> list[GroupLag]:
+@dataclass(frozen=True)
+class _Described:
+    """A group as its coordinator describes it, whatever its type."""
+
+    type: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[Member]
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+
+
+def _kip848_members(found: kafka4.ConsumerGroupDescription | kafka4.ShareGroupDescription) -> list[Member]:
+    return [
+        Member(
+            member_id=m.member_id,
+            client_id=m.client_id,
+            host=m.client_host.lstrip("/"),
+            assignment=list(m.assignment),
+            member_epoch=m.member_epoch,
+            subscribed=m.subscribed_topics,
+            target_assignment=list(m.target_assignment) if isinstance(m, kafka4.ConsumerGroupMember) else None,
+        )
+        for m in found.members
+    ]
+
+
+def _describe(admin: KafkaAdminClient, conn: ClusterConnection, typed: dict[str, str]) -> dict[str, _Described]:
+    """Each group described by the request its type needs, all groups of a type at once. A group its
+    type's request does not know (deleted meanwhile) is Dead with no members."""
+    timeout_ms = int(conn.config.timeout * 1000)
+    of_type: dict[str, list[str]] = defaultdict(list)
+    for group_id, kind in typed.items():
+        of_type[kind if kind in (CONSUMER, SHARE) else CLASSIC].append(group_id)
+    found: dict[str, _Described] = {}
+    if of_type[CLASSIC]:
+        described = admin.describe_groups(of_type[CLASSIC])
+        for group_id in of_type[CLASSIC]:
+            info = described.get(group_id) or {}
+            found[group_id] = _Described(
+                type=typed[group_id] if typed[group_id] not in (CONSUMER, SHARE) else CLASSIC,
+                state=str(info.get("group_state") or "Unknown"),
+                protocol_type=str(info.get("protocol_type") or ""),
+                protocol=str(info.get("protocol_data") or ""),
+                members=_members(info),
+            )
+    kip848: list[tuple[str, dict[str, Any]]] = []
+    if of_type[CONSUMER]:
+        kip848.append((CONSUMER, dict(kafka4.describe_consumer_groups(admin, of_type[CONSUMER], timeout_ms))))
+    if of_type[SHARE]:
+        kip848.append((SHARE, dict(kafka4.describe_share_groups(admin, of_type[SHARE], timeout_ms))))
+    for kind, answers in kip848:
+        for group_id in of_type[kind]:
+            one = answers.get(group_id)
+            if one is None or one.error:
+                found[group_id] = _Described(kind, "Dead", kind, "", [])
+                continue
+            found[group_id] = _Described(
+                type=kind,
+                state=one.state,
+                protocol_type=kind,
+                protocol=one.assignor,
+                members=_kip848_members(one),
+                group_epoch=one.group_epoch,
+                assignment_epoch=one.assignment_epoch,
+            )
+    return found
+
+
+def _collect(
+    admin: KafkaAdminClient, conn: ClusterConnection, typed: dict[str, str], with_time: bool
+) -> list[GroupLag]:
+    """Every group of ``typed`` ({group id: type}) with its lag, in the order of its ids."""
+    group_ids = sorted(typed)
     if not group_ids:
         return []
-    described = admin.describe_groups(group_ids)
-    committed = admin.list_group_offsets({g: None for g in group_ids})
+    described = _describe(admin, conn, typed)
+    offset_groups = [g for g in group_ids if typed[g] != SHARE]
+    committed = admin.list_group_offsets({g: None for g in offset_groups}) if offset_groups else {}
+    shares = [g for g in group_ids if typed[g] == SHARE]
+    starts = kafka4.share_group_offsets(admin, shares, int(conn.config.timeout * 1000)) if shares else {}
     rows: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
-    members: dict[str, list[Member]] = {}
     for group_id in group_ids:
-        info = described.get(group_id) or {}
-        members[group_id] = _members(info)
         by_tp: dict[tuple[str, int], dict[str, Any]] = {}
         for tp, meta in (committed.get(group_id) or {}).items():
             if meta.offset is not None and meta.offset >= 0:
                 by_tp[(tp.topic, tp.partition)] = {"committed": meta.offset}
-        for member in members[group_id]:
+        share = starts.get(group_id)
+        for (t, p), start in (share.partitions if share else {}).items():
+            if start.start_offset is not None:
+                by_tp[(t, p)] = {"committed": start.start_offset, "share_lag": start.lag}
+        for member in described[group_id].members:
             for tp_key in member.assignment:
                 row = by_tp.setdefault(tp_key, {"committed": None})
                 row.update(member_id=member.member_id, client_id=member.client_id, host=member.host)
         rows[group_id] = by_tp
     wanted = sorted({TopicPartition(t, p) for by_tp in rows.values() for (t, p) in by_tp})
     ends, leaders = _log_ends(admin, conn, wanted)
-    stables, stable_lags = _stable_lags(admin, conn, rows, ends, leaders)
+    # Share consumers read every record (there is no read_committed share group to count for).
+    stables, stable_lags = _stable_lags(
+        admin, conn, {g: r for g, r in rows.items() if typed[g] != SHARE}, ends, leaders
+    )
     times = _oldest_unconsumed(conn, rows, ends) if with_time else {}
     result = []
     for group_id in group_ids:
-        info = described.get(group_id) or {}
+        info = described[group_id]
         partitions = [
             PartitionLag(
                 topic=t,
@@ -215,17 +335,21 @@ def _collect(admin: KafkaAdminClient, conn: ClusterConnection, group_ids: list[s
                 lag_ms=times.get((group_id, t, p)),
                 stable_end=stables.get(TopicPartition(t, p)),
                 stable_lag=stable_lags.get((group_id, t, p)),
+                share_lag=row.get("share_lag"),
             )
             for (t, p), row in sorted(rows[group_id].items())
         ]
         result.append(
             GroupLag(
                 group_id=group_id,
-                state=str(info.get("group_state") or "Unknown"),
-                protocol_type=str(info.get("protocol_type") or ""),
-                protocol=str(info.get("protocol_data") or ""),
-                members=members[group_id],
+                state=info.state,
+                protocol_type=info.protocol_type,
+                protocol=info.protocol,
+                members=info.members,
                 partitions=partitions,
+                type=info.type,
+                group_epoch=info.group_epoch,
+                assignment_epoch=info.assignment_epoch,
             )
         )
     return result
@@ -276,19 +400,22 @@ def _stable_lags(
     return stables, lags
 
 
-def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> list[str]:
-    """Every group id the brokers know: a ListGroups to each broker alone (each lists the groups it
-    coordinates), so that a broker that does not answer costs one time-out and is then left out, with
-    its groups, while it counts as silent (ClusterConnection.silent_brokers), rather than fail the list."""
-    ids: set[str] = set()
-    for broker in sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"]):
+def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> dict[str, str]:
+    """Every group the brokers know, with its type ({id: "classic" | "consumer" | "share" | ...}): a
+    ListGroups to each broker alone (each lists the groups it coordinates), so that a broker that does
+    not answer costs one time-out and is then left out, with its groups, while it counts as silent
+    (ClusterConnection.silent_brokers), rather than fail the list."""
+    ids: dict[str, str] = {}
+    for broker in sorted(b["broker_id"] for b in live_brokers(admin)):
         if conn.is_silent(broker):
             continue
         try:
-            ids.update(g["group_id"] for g in admin.list_groups(broker_ids=[broker]))
+            for g in admin.list_groups(broker_ids=[broker]):
+                ids[g["group_id"]] = str(g.get("group_type") or CLASSIC).lower()
         except SILENT_ERRORS:
             conn.mark_silent(broker)
-    return sorted(ids)
+    conn.group_types.update(ids)
+    return dict(sorted(ids.items()))
 
 
 def _oldest_unconsumed(
@@ -304,6 +431,8 @@ def _oldest_unconsumed(
     for group_id, by_tp in rows.items():
         for (t, p), row in by_tp.items():
             end = ends.get(TopicPartition(t, p))
+            if row.get("share_lag") == 0:
+                continue  # a share group that acknowledged everything it was given waits for nothing
             if row["committed"] is not None and end is not None and end > row["committed"]:
                 targets[(t, p, row["committed"])].append(group_id)
                 lag_of[(t, p, row["committed"])] = end - row["committed"]
@@ -378,7 +507,7 @@ def _read_timestamps(
 
 def list_group_ids(conn: ClusterConnection) -> list[str]:
     """Every group id the brokers know (one ListGroups per broker). Raises ClusterUnavailable."""
-    return conn.call(lambda admin: _group_ids(admin, conn), "group list", requests=4, retry=True)
+    return conn.call(lambda admin: list(_group_ids(admin, conn)), "group list", requests=4, retry=True)
 
 
 def get_groups(conn: ClusterConnection, with_time: bool = True) -> list[GroupLag]:
@@ -409,10 +538,30 @@ def get_group(conn: ClusterConnection, group_id: str, with_time: bool = True) ->
 
 def _one_group(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str, with_time: bool) -> GroupLag:
     """One group; raises GroupNotFound when Kafka knows neither members nor committed offsets for it."""
-    found = _collect(admin, conn, [group_id], with_time)[0]
+    kind = conn.group_types.get(group_id) or _type_of(admin, conn, group_id)
+    found = _collect(admin, conn, {group_id: kind}, with_time)[0]
     if found.state in ("Dead", "Unknown") and not found.partitions:
+        conn.group_types.pop(group_id, None)  # gone, or of another type now: asked afresh next time
         raise GroupNotFound(f"No consumer group {group_id!r} in cluster {conn.config.name!r}.")
     return found
+
+
+def _type_of(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str) -> str:
+    """A group's type when no listing told it: a classic describe, then (on a cluster that has them) the
+    KIP-848 consumer and share group describes, until one knows the group."""
+    info = admin.describe_groups([group_id]).get(group_id) or {}
+    if str(info.get("group_state") or "Dead") not in ("Dead", "Unknown") or conn.mode() != "kraft":
+        return CLASSIC
+    timeout_ms = int(conn.config.timeout * 1000)
+    for kind, describe in ((CONSUMER, kafka4.describe_consumer_groups), (SHARE, kafka4.describe_share_groups)):
+        try:
+            answer = describe(admin, [group_id], timeout_ms).get(group_id)
+        except kafka4.NotSupportedByCluster:
+            continue
+        if answer is not None and answer.error is None:
+            conn.group_types[group_id] = kind
+            return kind
+    return CLASSIC
 
 
 # ---------------------------------------------------------------- changes
@@ -486,7 +635,11 @@ def do_reset_offsets(
             for tp in tps
         ]
         planned = plan(states, spec)
-        if not dry_run:
+        if not dry_run and group.type == SHARE:
+            wanted = {(r.topic, r.partition): r.new for r in planned}
+            refused = kafka4.alter_share_group_offsets(admin, group_id, wanted, int(conn.config.timeout * 1000))
+            _check_share_errors(group_id, refused, "reset")
+        elif not dry_run:
             answer = admin.alter_group_offsets(
                 group_id, {TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.new, "", -1) for r in planned}
             )
@@ -533,6 +686,12 @@ def do_delete_offsets(conn: ClusterConnection, group_id: str, topic: str) -> int
         ]
         if not parts:
             raise InvalidInput(f"Group {group_id!r} has no committed offsets on {topic!r}.")
+        if group.type == SHARE:
+            if group.members:
+                raise GroupActive(group_id, group.members)
+            refused = kafka4.delete_share_group_offsets(admin, group_id, [topic], int(conn.config.timeout * 1000))
+            _check_share_errors(group_id, refused, "offset deletion")
+            return len(parts)
         answer = admin.delete_group_offsets(group_id, parts)
         if any(error is kafka.errors.GroupSubscribedToTopicError for error in answer.values()):
             raise KafkaRefused(f"Group {group_id!r} is subscribed to {topic!r} right now; stop its consumers first.")
@@ -540,6 +699,21 @@ def do_delete_offsets(conn: ClusterConnection, group_id: str, topic: str) -> int
         return len(parts)
 
     return conn.call(run, "offset deletion", requests=6)
+
+
+def _check_share_errors(group_id: str, refused: Mapping[Any, str | None], what: str) -> None:
+    """Raise for the errors a share group's offset change answered (readable sentences per partition or
+    topic); a group with members is GroupActive, as for consumer groups."""
+    failed = {key: error for key, error in refused.items() if error}
+    if not failed:
+        return
+    if any("still has members" in error for error in failed.values()):
+        raise GroupActive(group_id, [])
+    names = ", ".join(
+        f"{'-'.join(str(k) for k in key) if isinstance(key, tuple) else key}: {error}"
+        for key, error in sorted(failed.items(), key=lambda item: str(item[0]))
+    )
+    raise KafkaRefused(f"Kafka refused the {what} of share group {group_id!r}: {names}")
 
 
 def _check_partition_errors(group_id: str, answer: dict[TopicPartition, Any], what: str) -> None:

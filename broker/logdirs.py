@@ -25,7 +25,7 @@ from typing import Any
 import kafka.errors
 from kafka import KafkaAdminClient
 
-from broker.connection import ClusterConnection
+from broker.connection import ClusterConnection, live_brokers
 from broker.errors import InvalidInput, NotFound
 from broker.segments import (
     AbortedTxn,
@@ -98,7 +98,7 @@ def describe_log_dirs(
 
     def ask(admin: KafkaAdminClient) -> list[BrokerDisks]:
         result = []
-        live = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+        live = {b["broker_id"] for b in live_brokers(admin)}
         # Brokers seen alive before and gone now are listed too, as down, rather than silently missing.
         asked = brokers if brokers is not None else sorted(live | set(conn.known_brokers))
         for broker in asked:

@@ -25,7 +25,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic, OffsetSpec
 from kafka.protocol.consumer.offsets import IsolationLevel
 
-from broker.connection import ClusterConnection
+from broker.connection import ClusterConnection, live_brokers
 from broker.errors import (
     AlreadyExists,
     ClusterUnavailable,
@@ -400,7 +400,7 @@ def _collect(
     leaders = topic_leaders(topics)
     starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
     ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
-    brokers = [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
+    brokers = [b["broker_id"] for b in live_brokers(admin)]
     sizes = _replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
     # setting is only needed for topics with a shrunken ISR: asking every topic for it
@@ -676,7 +676,7 @@ def settled_everywhere(
         return all(len(led.get(n, [])) >= partitions and all(led[n]) for n in names)
 
     try:
-        waiting = {b["broker_id"] for b in admin.describe_cluster()["brokers"]} - set(skip)
+        waiting = {b["broker_id"] for b in live_brokers(admin)} - set(skip)
     except kafka.errors.KafkaError:
         return False
     while True:

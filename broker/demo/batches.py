@@ -18,6 +18,7 @@ import lz4.frame  # type: ignore[import-untyped]
 from kafka import KafkaAdminClient
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from broker.connection import live_brokers
 from broker.errors import ClusterUnavailable, KafkaRefused, TopicNotFound
 
 
@@ -304,7 +305,7 @@ def topic_leaders(servers: list[str], topic: str) -> tuple[dict[int, tuple[str, 
     unknown = kafka.errors.UnknownTopicOrPartitionError.errno
     deadline = time.monotonic() + 5
     try:
-        brokers = admin.describe_cluster()["brokers"]
+        brokers = live_brokers(admin)
         (described,) = admin.describe_topics([topic])
         while described["error_code"] == unknown and time.monotonic() < deadline:
             time.sleep(0.2)

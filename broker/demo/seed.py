@@ -10,6 +10,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from broker.connection import live_brokers
 from broker.demo import web
 from broker.errors import ClusterUnavailable
 from broker.topics import settled_everywhere
@@ -64,7 +65,7 @@ def seed(
                 echo(f"Demo topic {topic.name} exists: left as it is.")
                 produced[topic.name] = 0
                 continue
-            replication = min(topic.replication, len(admin.describe_cluster()["brokers"]))
+            replication = min(topic.replication, len(live_brokers(admin)))
             with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics([NewTopic(topic.name, topic.partitions, replication, topic_configs=topic.configs)])
             admin.wait_for_topics([topic.name], timeout_ms=30_000)

@@ -16,6 +16,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from broker.connection import live_brokers
+
 TOPIC = "tasks"
 GROUP = "task-workers"
 
@@ -24,7 +26,7 @@ def ensure_topic(servers: list[str]) -> None:
     admin = KafkaAdminClient(bootstrap_servers=servers, bootstrap_timeout_ms=10_000)
     try:
         with contextlib.suppress(TopicAlreadyExistsError):
-            admin.create_topics([NewTopic(TOPIC, 2, min(3, len(admin.describe_cluster()["brokers"])))])
+            admin.create_topics([NewTopic(TOPIC, 2, min(3, len(live_brokers(admin))))])
         admin.wait_for_topics([TOPIC], timeout_ms=30_000)
     finally:
         admin.close()

@@ -36,6 +36,7 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from broker.connection import live_brokers
 from broker.demo.batches import BatchProducer, encode_batches, key_field, topic_leaders
 from broker.errors import ClusterUnavailable, KafkaRefused, KazamiError
 from broker.partitioners import murmur2_partition
@@ -347,7 +348,7 @@ def ensure_topic(servers: list[str], topic: str, partitions: int = 6, configs: d
     try:
         if topic in admin.list_topics():
             return False
-        replicas = min(3, len(admin.describe_cluster()["brokers"]))
+        replicas = min(3, len(live_brokers(admin)))
         try:
             admin.create_topics([NewTopic(topic, partitions, replicas, topic_configs=configs or {})])
         except kafka.errors.TopicAlreadyExistsError:

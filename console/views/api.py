@@ -346,15 +346,7 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
     by_tp = {(v.topic, v.partition): v for v in verdict.partitions}
     return {
         **_group_json(found, verdict),
-        "members": [
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "host": m.host,
-                "assignment": [{"topic": t, "partition": p} for t, p in m.assignment],
-            }
-            for m in found.members
-        ],
+        "members": [m.as_dict() for m in found.members],
         "partitions": [
             {**p.as_dict(), "status": by_tp[(p.topic, p.partition)].status if (p.topic, p.partition) in by_tp else None}
             for p in found.partitions

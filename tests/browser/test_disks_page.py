@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration.kafka_helpers import create_topic, produce, unique
+from tests.integration.kafka_helpers import create_topic, produce, small_segments, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]
 
 
 def test_from_the_overview_to_a_batch_on_disk(console_url: str, page: Any, artifacts: Path) -> None:
     name = create_topic(
-        unique("diskpage"), assignments={0: [0]}, configs={"segment.bytes": "4096", "index.interval.bytes": "200"}
+        unique("diskpage"), assignments={0: [0]}, configs={**small_segments(4096), "index.interval.bytes": "200"}
     )
     for start in range(0, 200, 20):
         produce(name, [(f"user-{i}".encode(), json.dumps({"n": i}).encode()) for i in range(start, start + 20)], 0)

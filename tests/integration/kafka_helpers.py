@@ -116,3 +116,11 @@ def active_controller(client: KafkaAdminClient) -> int:
         quorum = client.describe_metadata_quorum()
         return int(quorum["topics"][0]["partitions"][0]["leader_id"])
     return int(client.describe_cluster()["controller_id"])
+
+
+def small_segments(size: int) -> dict[str, str]:
+    """Topic configs that roll segments every ``size`` bytes: Kafka 4 refuses ``segment.bytes`` under 1 MiB
+    and takes ``internal.segment.bytes`` (meant for tests) instead."""
+    from tests.conftest import KRAFT
+
+    return {"internal.segment.bytes" if KRAFT else "segment.bytes": str(size)}

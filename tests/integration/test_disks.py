@@ -15,7 +15,7 @@ from django.test import Client
 
 from broker.local import launcher
 from tests.conftest import logged_in
-from tests.integration.kafka_helpers import create_topic, produce, unique
+from tests.integration.kafka_helpers import create_topic, produce, small_segments, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Clien
 def topic(kafka_cluster: launcher.ClusterLayout) -> str:
     """A topic on broker 0 alone, in small segments: 300 records over several segments."""
     name = create_topic(
-        unique("disk"), assignments={0: [0]}, configs={"segment.bytes": "2048", "index.interval.bytes": "100"}
+        unique("disk"), assignments={0: [0]}, configs={**small_segments(2048), "index.interval.bytes": "100"}
     )
     for start in range(0, 300, 10):
         produce(
@@ -141,7 +141,7 @@ def test_producer_snapshots_and_aborted_transactions(client: Client, kafka_clust
 
     from tests.conftest import BOOTSTRAP
 
-    name = create_topic(unique("diskprod"), assignments={0: [0]}, configs={"segment.bytes": "1024"})
+    name = create_topic(unique("diskprod"), assignments={0: [0]}, configs=small_segments(1024))
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), transactional_id=unique("disk-tx"))
     producer.init_transactions()
     for end in ("commit", "abort", "commit"):

@@ -177,15 +177,20 @@ def test_browsing_from_a_timestamp_starts_at_the_first_message_at_or_after_it(cl
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
-    producer.send(name, value=consumer_free[0][1], partition=0, timestamp_ms=1_700_000_000_000)
-    producer.send(name, value=consumer_free[1][1], partition=0, timestamp_ms=1_800_000_000_000)
+    # Both in the past: Kafka 4 refuses timestamps more than an hour ahead (log.message.timestamp.after.max.ms).
+    sent = [
+        producer.send(name, value=consumer_free[0][1], partition=0, timestamp_ms=1_600_000_000_000),
+        producer.send(name, value=consumer_free[1][1], partition=0, timestamp_ms=1_700_000_000_000),
+    ]
     producer.flush()
+    for future in sent:
+        future.get(timeout=10)
     producer.close()
-    iso = datetime.fromtimestamp(1_750_000_000, tz=UTC).isoformat()
+    iso = datetime.fromtimestamp(1_650_000_000, tz=UTC).isoformat()
     body = page(client, name, timestamp=iso)
     assert [m["value"] for m in body["messages"]] == ["late"]
-    assert body["messages"][0]["timestamp"] == 1_800_000_000_000
-    assert page(client, name, timestamp="1700000000000")["messages"][0]["value"] == "early"
+    assert body["messages"][0]["timestamp"] == 1_700_000_000_000
+    assert page(client, name, timestamp="1600000000000")["messages"][0]["value"] == "early"
 
 
 def test_find_by_key_scans_only_the_keys_partition(client: Client) -> None:

@@ -104,8 +104,12 @@ def test_a_stopped_broker_shows_as_down_and_comes_back(client: Client, kafka_clu
         html = client.get("/clusters/local/").content.decode()
         assert "2 of 3 up" in html
     finally:
+        admin.close()
         launcher.start_broker(2, kafka_cluster.data, echo=lambda _: None)
         wait_healthy()
+        # A new client: the old one may still hold broker 2 as unknown (on KRaft, any broker may take
+        # the "controller" requests kafka-python sends).
+        admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP.split(","), bootstrap_timeout_ms=10_000)
         admin.delete_topics(["overview-replicated"])
         admin.close()
     deadline = time.monotonic() + 30

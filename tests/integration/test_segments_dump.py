@@ -16,7 +16,7 @@ from kafka import KafkaProducer
 from broker.local import launcher
 from broker.segments.dump import DumpOptions, dump
 from tests.conftest import BOOTSTRAP
-from tests.integration.kafka_helpers import create_topic, produce, unique
+from tests.integration.kafka_helpers import create_topic, produce, small_segments, unique
 
 pytestmark = [pytest.mark.kafka]
 
@@ -108,7 +108,7 @@ def segments(kafka_cluster: launcher.ClusterLayout) -> dict[str, list[Path]]:
     """Files of three topics: one segment of everything (active: preallocated index tails), the same
     rolled into many small segments (trimmed indexes, producer snapshots), and a compacted topic."""
     whole = create_topic(unique("dump-all"), assignments={0: [0]})
-    rolled = create_topic(unique("dump-rolled"), assignments={0: [0]}, configs={"segment.bytes": "8192"})
+    rolled = create_topic(unique("dump-rolled"), assignments={0: [0]}, configs=small_segments(8192))
     write_history(whole)
     write_history(rolled)
     compacted = create_topic(

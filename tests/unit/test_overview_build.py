@@ -52,6 +52,7 @@ def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -
         "rack": None,
         "alive": False,
         "answering": False,
+        "fenced": False,
         "is_controller": False,
     }
 
@@ -85,3 +86,13 @@ def test_a_combined_kraft_node_that_leads_the_quorum_is_marked_as_controller() -
     o = build_overview(conn, cluster([0, 1, 2], controller=0), [], identity)
     assert [b.id for b in o.brokers if b.is_controller] == [2]
     assert o.zookeeper_ignored is None
+
+
+def test_a_fenced_kraft_broker_is_down_though_still_registered() -> None:
+    conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
+    answer = cluster([0, 1, 2], controller=0)
+    answer["brokers"][2]["is_fenced"] = True
+    o = build_overview(conn, answer, [], Identity("kraft", controller=100))
+    assert [(b.id, b.alive, b.fenced) for b in o.brokers] == [(0, True, False), (1, True, False), (2, False, True)]
+    assert o.brokers_down == 1
+    assert o.brokers[2].address == "h:9002"
