@@ -85,8 +85,9 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(PY) -m console.serve --host $(HOST) --port $(PORT)
 
-test: install system-deps lint ## run the whole test suite (starts its own cluster on other ports)
+test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft
 	$(PY) -m pytest
+	KAZAMI_TEST_CLUSTER=kraft $(PY) -m pytest -m "kafka and not spark" tests/integration tests/browser
 
 lint: install ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .

@@ -20,6 +20,9 @@ from broker.errors import NotSupported
 ZOOKEEPER = "zookeeper"
 KRAFT = "kraft"
 METADATA_TOPIC = "__cluster_metadata"
+# A replica whose last fetch is this much older than the newest one the leader saw has stopped fetching
+# (voters and observers fetch the metadata log every few hundred milliseconds).
+SILENT_MS = 5_000
 
 # metadata.version feature levels and the release each names (Kafka's MetadataVersion). A level past the
 # table is named by the last release known plus "or later".
@@ -138,6 +141,20 @@ class Quorum:
     observers: list[QuorumReplica]
     nodes: list[QuorumNode] = field(default_factory=list)
     broker_ids: frozenset[int] = frozenset()
+    # Brokers' client addresses by id (DescribeCluster), for the observers that are brokers.
+    broker_addresses: dict[int, str] = field(default_factory=dict)
+
+    def silent(self, replica: QuorumReplica) -> bool:
+        """A replica the leader has not heard from lately: never since it was elected, or more than
+        SILENT_MS before the most recent fetch it saw (a stopped controller or broker)."""
+        if replica.id == self.leader_id:
+            return False
+        latest = max((r.last_fetch or 0 for r in self.voters + self.observers), default=0)
+        return replica.last_fetch is None or latest - replica.last_fetch > SILENT_MS
+
+    def address_of(self, replica_id: int) -> str | None:
+        node = self.node(replica_id)
+        return node.address if node else self.broker_addresses.get(replica_id)
 
     @property
     def leader_is_broker(self) -> bool:
@@ -173,7 +190,9 @@ class Quorum:
         }
 
 
-def parse_quorum(answer: dict[str, Any], broker_ids: set[int]) -> Quorum:
+def parse_quorum(
+    answer: dict[str, Any], broker_ids: set[int], broker_addresses: dict[int, str] | None = None
+) -> Quorum:
     """The quorum from kafka-python's ``describe_metadata_quorum`` answer (pure, testable without Kafka)."""
     partition = next(
         (p for t in answer.get("topics") or [] if t.get("topic_name") == METADATA_TOPIC for p in t["partitions"]),
@@ -218,12 +237,15 @@ def parse_quorum(answer: dict[str, Any], broker_ids: set[int]) -> Quorum:
         observers=sorted((replica(r) for r in partition.get("observers") or []), key=lambda r: r.id),
         nodes=sorted(nodes, key=lambda n: n.id),
         broker_ids=frozenset(broker_ids),
+        broker_addresses=dict(broker_addresses or {}),
     )
 
 
-def describe_quorum(admin: KafkaAdminClient, broker_ids: set[int]) -> Quorum:
+def describe_quorum(
+    admin: KafkaAdminClient, broker_ids: set[int], broker_addresses: dict[int, str] | None = None
+) -> Quorum:
     """One DescribeQuorum (a broker forwards it to the active controller)."""
-    return parse_quorum(admin.describe_metadata_quorum(), broker_ids)
+    return parse_quorum(admin.describe_metadata_quorum(), broker_ids, broker_addresses)
 
 
 def get_quorum(conn: ClusterConnection) -> Quorum:
@@ -235,7 +257,7 @@ def get_quorum(conn: ClusterConnection) -> Quorum:
         )
 
     def fetch(admin: KafkaAdminClient) -> Quorum:
-        brokers = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
-        return describe_quorum(admin, brokers)
+        brokers = {b["broker_id"]: f"{b['host']}:{b['port']}" for b in admin.describe_cluster()["brokers"]}
+        return describe_quorum(admin, set(brokers), brokers)
 
     return conn.reads.get(("quorum",), lambda: conn.call(fetch, "quorum description", requests=2, retry=True))

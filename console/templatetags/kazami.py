@@ -161,6 +161,12 @@ def quorum_role(quorum: Any, node_id: int) -> str:
 
 
 @register.filter
-def quorum_node(quorum: Any, node_id: int) -> Any:
-    """The controller endpoints the quorum gives for a node, or None."""
-    return quorum.node(node_id)
+def quorum_address(quorum: Any, node_id: int) -> str | None:
+    """A quorum replica's address: a controller's endpoint, or a broker's client address."""
+    return quorum.address_of(node_id)  # type: ignore[no-any-return]
+
+
+@register.filter
+def quorum_silent(quorum: Any, replica: Any) -> bool:
+    """Whether the quorum leader has not heard from this replica lately."""
+    return bool(quorum.silent(replica))

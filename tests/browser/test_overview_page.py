@@ -57,3 +57,31 @@ def test_a_stopped_broker_turns_down_on_the_open_page_without_a_reload(
     page.locator(f'tr[data-broker-id="{victim}"] .pill-ok').wait_for(timeout=30_000)
     assert page.evaluate("window.__sameDocument") is True
     assert page.errors == []
+
+
+@pytest.mark.kraft_only
+def test_on_kraft_the_overview_leads_to_the_quorum_page_naming_the_active_controller(
+    console_url: str, page: Any, artifacts: Path
+) -> None:
+    from tests.integration.kafka_helpers import active_controller, admin
+
+    kafka = admin()
+    try:
+        leader = active_controller(kafka)
+    finally:
+        kafka.close()
+    page.goto(console_url + "/clusters/local/")
+    assert page.locator("#mode").inner_text() == "KRaft"
+    assert page.locator("#version").inner_text() == "4.3"
+    assert page.locator("#features").is_visible()
+    assert "ZooKeeper" not in page.content()
+    page.screenshot(path=str(artifacts / "overview-kraft.png"), full_page=True)
+    page.locator("#controller a").click()
+    page.wait_for_url(console_url + "/clusters/local/quorum/")
+    assert page.locator("#quorum-leader").inner_text().startswith(str(leader))
+    assert page.locator("#voters tbody tr").count() == 3
+    assert page.locator("#observers tbody tr").count() == 3
+    assert page.locator(f'#voters tr[data-node-id="{leader}"] .pill-info').inner_text() == "leader"
+    page.locator("#live-status:not([hidden])").wait_for(timeout=10_000)
+    page.screenshot(path=str(artifacts / "quorum-kraft.png"), full_page=True)
+    assert page.errors == []

@@ -197,3 +197,34 @@ def test_the_console_recovers_by_itself_when_the_cluster_returns(
     values = sorted(message.value for message in consumer)
     consumer.close()
     assert values == sorted(f"m{i}".encode() for i in range(10))
+
+
+def test_up_kraft_runs_kafka_3_9_without_zookeeper_in_combined_nodes_and_the_console_knows() -> None:
+    from broker.config import ClusterConfig
+    from broker.connection import ClusterConnection
+    from broker.kraft import get_quorum
+
+    data = TEST_VAR / "lifecycle-kraft"
+    port = BASE_PORT + 4
+    cli("down", data=data)
+    shutil.rmtree(data, ignore_errors=True)
+    try:
+        result = cli("up", "--kraft", "--brokers", "1", "--base-port", str(port), data=data)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "KRaft        Kafka 3.9" in result.stdout
+        assert not (data / "zookeeper").exists()
+        conn = ClusterConnection(ClusterConfig("kraft39", (f"127.0.0.1:{port}",), zookeeper_connect="127.0.0.1:2181"))
+        try:
+            from broker.cluster import get_overview
+
+            overview = get_overview(conn)
+            assert (overview.mode, overview.version, overview.controller) == ("kraft", "3.9", 0)
+            assert overview.controller_is_broker  # a combined node is broker and controller at once
+            assert [b.is_controller for b in overview.brokers] == [True]
+            assert overview.zookeeper_ignored == "127.0.0.1:2181"
+            quorum = get_quorum(conn)
+            assert ([v.id for v in quorum.voters], quorum.leader_id, quorum.leader_is_broker) == ([0], 0, True)
+        finally:
+            conn.close()
+    finally:
+        cli("down", data=data)

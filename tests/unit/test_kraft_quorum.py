@@ -64,6 +64,9 @@ def test_a_quorum_answer_gives_leader_voters_observers_and_their_lag() -> None:
     assert node is not None
     assert node.address == "127.0.0.1:9192"
     assert q.max_lag == 20
+    assert [r.id for r in q.voters + q.observers if q.silent(r)] == [1]  # never fetched
+    assert q.address_of(100) == "127.0.0.1:9192"
+    assert q.address_of(0) is None
     body = q.as_dict()
     assert body["voters"][2] == {
         "id": 102,
@@ -82,3 +85,11 @@ def test_a_combined_node_leading_the_quorum_is_a_broker_too() -> None:
 def test_an_answer_without_the_metadata_log_is_refused_clearly() -> None:
     with pytest.raises(NotKRaft, match="no metadata log"):
         parse_quorum({"topics": []}, broker_ids=set())
+
+
+def test_a_replica_far_behind_the_newest_fetch_is_silent_and_brokers_get_their_addresses() -> None:
+    raw = answer()
+    raw["topics"][0]["partitions"][0]["current_voters"][0]["last_fetch_timestamp"] = 1_700_000_000_000 - 6_000
+    q = parse_quorum(raw, broker_ids={0, 1}, broker_addresses={0: "h:9092"})
+    assert [r.id for r in q.voters if q.silent(r)] == [102]
+    assert q.address_of(0) == "h:9092"
