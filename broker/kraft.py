@@ -252,8 +252,9 @@ def get_quorum(conn: ClusterConnection) -> Quorum:
     """The cluster's metadata quorum. Raises NotKRaft on a ZooKeeper-mode cluster, ClusterUnavailable."""
     if conn.mode() == ZOOKEEPER:
         raise NotKRaft(
-            f"Cluster {conn.config.name!r} runs in ZooKeeper mode: it has no KRaft metadata quorum. "
-            "Its controller is elected through ZooKeeper (see the overview)."
+            f"Cluster {conn.config.name!r} runs in ZooKeeper mode: it has no KRaft metadata quorum (KRaft mode "
+            "brings one: production-ready since Kafka 3.3, the only mode from Kafka 4.0). Its controller is "
+            "elected through ZooKeeper (see the overview)."
         )
 
     def fetch(admin: KafkaAdminClient) -> Quorum:
