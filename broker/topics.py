@@ -336,7 +336,8 @@ def _replica_sizes(
     return sizes
 
 
-def _min_isr(admin: KafkaAdminClient, conn: ClusterConnection, names: list[str]) -> dict[str, int]:
+def min_isr_of(admin: KafkaAdminClient, conn: ClusterConnection, names: list[str]) -> dict[str, int]:
+    """Each topic's min.insync.replicas, in one DescribeConfigs; topics not answered are left out."""
     if not names:
         return {}
     resources = [ConfigResource(ConfigResourceType.TOPIC, n, ["min.insync.replicas"]) for n in names]
@@ -410,7 +411,7 @@ def _collect(
         for t in topics
         if any(len(p.get("isr_nodes") or []) < len(p.get("replica_nodes") or []) for p in _partitions_of(t))
     ]
-    min_isr = _min_isr(admin, conn, shrunk)
+    min_isr = min_isr_of(admin, conn, shrunk)
     return starts, ends, sizes, min_isr
 
 

@@ -14,10 +14,11 @@ from django.core.asgi import get_asgi_application
 
 django_app = get_asgi_application()
 
-from console import sampler  # noqa: E402
+from console import replication_watch, sampler  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
 
 sampler.start()  # only when serving: management commands never import this module
+replication_watch.start()
 
 application = ProtocolTypeRouter(
     {

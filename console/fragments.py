@@ -17,6 +17,7 @@ from broker import groups
 from broker.cluster import get_overview
 from broker.errors import ClusterUnavailable, KazamiError
 from broker.kraft import NotKRaft, get_quorum
+from broker.replication import get_replication
 from console import jobs
 from console.clusters import get_connection
 from console.lag import verdicts
@@ -55,6 +56,41 @@ def quorum_context(cluster: str) -> dict[str, Any]:
 
 def render_quorum(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("quorum/_quorum.html", quorum_context(cluster))
+
+
+def replication_context(cluster: str, show_all: bool = False) -> dict[str, Any]:
+    """Context of ``replication/_replication.html``: the snapshot and the event timeline. When no process
+    runs the replication watch (it holds the sampler's lease), the page's own refresh records the events.
+    Raises UnknownCluster only."""
+    from console import replication_watch
+    from console.sampler import acquire_lease
+
+    conn = get_connection(cluster)
+    context: dict[str, Any] = {"cluster": cluster, "replication": None, "error": None, "show_all": show_all}
+    try:
+        if acquire_lease():
+            replication_watch.observe(cluster)
+        replication = get_replication(conn)
+    except ClusterUnavailable as exc:
+        context["error"] = str(exc)
+    else:
+        shown = replication.partitions if show_all else replication.troubled
+        context.update(
+            replication=replication,
+            counts=replication.counts(),
+            loads=replication.loads(),
+            partitions=shown[:MAX_PARTITION_ROWS],
+            partitions_cut=max(0, len(shown) - MAX_PARTITION_ROWS),
+        )
+    context["events"] = replication_watch.events_of(cluster, limit=100)
+    return context
+
+
+MAX_PARTITION_ROWS = 500
+
+
+def render_replication(cluster: str, params: Mapping[str, str]) -> str:
+    return render_to_string("replication/_replication.html", replication_context(cluster, params.get("all") == "1"))
 
 
 GROUP_COLUMNS: dict[str, Any] = {
@@ -230,6 +266,7 @@ def render_live(cluster: str, params: Mapping[str, str]) -> str:
 LIVE_FRAGMENTS = {
     "overview": render_overview,
     "quorum": render_quorum,
+    "replication": render_replication,
     "groups": render_groups,
     "group": render_group,
     "jobs": render_jobs,

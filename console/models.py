@@ -47,6 +47,27 @@ class LagSample(models.Model):
         return f"{self.cluster}/{self.group} {self.topic}-{self.partition} @ {self.at:%H:%M:%S}"
 
 
+class ReplicationEvent(models.Model):
+    """A change in a cluster's replication seen by the replication watch (console/replication_watch.py):
+    broker registered or gone, controller changed, leader changed, ISR shrank or expanded."""
+
+    cluster = models.CharField(max_length=63)
+    at = models.DateTimeField()
+    kind = models.CharField(max_length=32)
+    text = models.CharField(max_length=500)
+    topic = models.CharField(max_length=249, blank=True, default="")
+    partition = models.IntegerField(null=True)
+    broker = models.IntegerField(null=True)
+    details = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "at"], name="event_by_cluster_time")]
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} @ {self.at:%H:%M:%S} {self.text}"
+
+
 class Lease(models.Model):
     """Who runs a singleton job (the lag sampler) among several console processes, until when."""
 

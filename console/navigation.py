@@ -23,6 +23,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("overview", "Overview", "cluster-overview"),
     Section("quorum", "Controllers", "quorum"),
+    Section("replication", "Replication", "replication"),
     Section("topics", "Topics", "topic-list"),
     Section("groups", "Consumer groups", "group-list"),
     Section("analytics", "Analytics", "analytics-home"),

@@ -162,6 +162,10 @@ KAZAMI_WS_RECHECK = env_float("KAZAMI_WS_RECHECK", 30.0, minimum=0.2)
 # Lag history: sampled every interval by one console process, kept for the retention.
 KAZAMI_LAG_SAMPLER = env_bool("KAZAMI_LAG_SAMPLER", True)
 KAZAMI_LAG_SAMPLE_INTERVAL = env_float("KAZAMI_LAG_SAMPLE_INTERVAL", 10.0, minimum=0.5)
+# The replication watch: how often it compares the clusters' replication (one process, the sampler's
+# lease holder), and how long its event timeline is kept.
+KAZAMI_REPLICATION_INTERVAL = env_float("KAZAMI_REPLICATION_INTERVAL", 2.0, minimum=0.5)
+KAZAMI_EVENT_RETENTION_HOURS = env_float("KAZAMI_EVENT_RETENTION_HOURS", 72.0, minimum=0.1)
 KAZAMI_LAG_RETENTION_HOURS = env_float("KAZAMI_LAG_RETENTION_HOURS", 24.0, minimum=0.1)
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
 KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)

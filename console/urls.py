@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import access, analytics, api, disks, groups, messages, pages, topics
+from console.views import access, analytics, api, disks, groups, messages, pages, topics, zookeeper
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -25,7 +25,12 @@ urlpatterns = [
     path(CLUSTER, pages.cluster_overview, name="cluster-overview"),
     # Topics
     path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
-    path(CLUSTER + "zookeeper/", pages.zookeeper, name="zookeeper"),
+    path(CLUSTER + "replication/", pages.replication, name="replication"),
+    path(CLUSTER + "zookeeper/", zookeeper.zookeeper, name="zookeeper"),
+    path(CLUSTER + "zookeeper/tree/", zookeeper.zookeeper_tree, name="zookeeper-tree"),
+    path(CLUSTER + "zookeeper/servers/", zookeeper.zookeeper_servers, name="zookeeper-servers"),
+    path(f"api/{CLUSTER}zookeeper/", zookeeper.zookeeper_api, name="api-zookeeper"),
+    path(f"api/{CLUSTER}zookeeper/servers/", zookeeper.zookeeper_servers_api, name="api-zookeeper-servers"),
     path(CLUSTER + "topics/", topics.topic_list, name="topic-list"),
     path(CLUSTER + "topics-new/", topics.topic_new, name="topic-new"),
     path(TOPIC, topics.topic_detail, name="topic-detail"),
@@ -74,6 +79,8 @@ urlpatterns = [
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
     path(f"api/{CLUSTER}quorum/", api.quorum, name="api-quorum"),
+    path(f"api/{CLUSTER}replication/", api.replication, name="api-replication"),
+    path(f"api/{CLUSTER}events/", api.events, name="api-events"),
     path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
     path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
     path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),

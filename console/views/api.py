@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
@@ -17,6 +18,7 @@ from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
 from broker.kraft import get_quorum
 from broker.partitioners import CHOICES
+from broker.replication import get_replication
 from broker.resets import parse_spec
 from console import changes
 from console.access import guard, needs, public
@@ -57,6 +59,42 @@ def clusters(request: HttpRequest) -> list[dict[str, Any]]:
 @api_view
 def cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     return get_overview(get_connection(cluster)).as_dict()
+
+
+@require_GET
+@api_view
+def replication(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Leader, replicas, ISR and preferred leader of every partition, with flags, and per broker counts."""
+    return get_replication(get_connection(cluster)).as_dict()
+
+
+@require_GET
+@api_view
+def events(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """The replication timeline, newest first; ``?since=`` (ISO or epoch ms) for what came after."""
+    from console import replication_watch
+
+    get_connection(cluster)  # 404 for an unknown cluster
+    since = time_param(request, "since")
+    found = replication_watch.events_of(
+        cluster,
+        since=datetime.fromtimestamp(since / 1000, tz=UTC) if since is not None else None,
+        limit=int_param(request, "limit", 200, 1, 1000) or 200,
+    )
+    return {
+        "events": [
+            {
+                "at": int(e.at.timestamp() * 1000),
+                "kind": e.kind,
+                "text": e.text,
+                "topic": e.topic or None,
+                "partition": e.partition,
+                "broker": e.broker,
+                "details": e.details,
+            }
+            for e in found
+        ]
+    }
 
 
 @require_GET

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from broker.zookeeper import zookeeper_serving
 from console.clusters import get_configs, get_connection
 from console.errors import page_view
-from console.fragments import overview_context, quorum_context
+from console.fragments import overview_context, quorum_context, replication_context
 
 
 @page_view
@@ -40,17 +37,9 @@ def quorum(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 @page_view
-def zookeeper(request: HttpRequest, cluster: str) -> HttpResponse:
-    """ZooKeeper as the cluster uses it: its address and whether it serves; on KRaft, that there is none."""
-    conn = get_connection(cluster)
-    context: dict[str, Any] = {"cluster": cluster, "mode": conn.mode(), "error": None}
-    if context["mode"] is None:
-        context["error"] = f"Cluster {cluster!r} does not answer, so whether it runs on ZooKeeper is not known yet."
-    elif context["mode"] == "zookeeper":
-        address = conn.zookeeper_connect
-        context["address"] = address
-        context["serving"] = zookeeper_serving(address, conn.config.timeout) if address else None
-        context["configured"] = bool(conn.config.zookeeper_connect)
-    else:
-        context["ignored"] = conn.config.zookeeper_connect
-    return render(request, "zookeeper/page.html", context, status=503 if context["error"] else 200)
+def replication(request: HttpRequest, cluster: str) -> HttpResponse:
+    """Per broker what it leads and follows, the partitions short of replicas (``?all=1``: every
+    partition), and the timeline of changes; live."""
+    context = replication_context(cluster, request.GET.get("all") == "1")
+    context["live_interval"] = settings.KAZAMI_LIVE_INTERVAL
+    return render(request, "replication/page.html", context, status=503 if context["error"] else 200)

@@ -1,0 +1,41 @@
+"""The replication page open in a real Chromium while a broker stops and comes back: the change arrives
+without a reload, in the broker table and in the timeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.local import launcher
+from tests.integration.kafka_helpers import create_topic, unique, wait_healthy
+
+pytestmark = [pytest.mark.kafka, pytest.mark.browser]
+
+
+def test_a_stopped_broker_shows_on_the_open_replication_page_and_in_its_timeline(
+    console_url: str, page: Any, artifacts: Path, kafka_cluster: launcher.ClusterLayout
+) -> None:
+    create_topic(unique("replpage"), partitions=3, replication=3)
+    page.goto(console_url + "/clusters/local/replication/")
+    page.locator("#live-status:not([hidden])").wait_for(timeout=10_000)
+    page.evaluate("window.__sameDocument = true")
+    victim = 2
+    launcher.stop_broker(victim, kafka_cluster.data, echo=lambda _: None)
+    try:
+        page.locator(f'#replication-brokers tr[data-broker-id="{victim}"] .pill-bad').wait_for(timeout=20_000)
+        page.locator('#events li[data-kind="broker_gone"]').first.wait_for(timeout=20_000)
+        page.locator('#events li[data-kind="isr_shrank"]').first.wait_for(timeout=20_000)
+        assert page.locator("#replication-partitions tbody tr").count() > 0
+        assert page.evaluate("window.__sameDocument") is True  # updated in place
+        page.screenshot(path=str(artifacts / "replication-broker-down.png"), full_page=True)
+    finally:
+        launcher.start_broker(victim, kafka_cluster.data, echo=lambda _: None)
+        wait_healthy()
+    page.locator(f'#replication-brokers tr[data-broker-id="{victim}"] .pill-ok').wait_for(timeout=30_000)
+    page.locator('#events li[data-kind="broker_registered"]').first.wait_for(timeout=30_000)
+    page.locator('#events li[data-kind="isr_expanded"]').first.wait_for(timeout=60_000)
+    assert page.evaluate("window.__sameDocument") is True
+    page.screenshot(path=str(artifacts / "replication-recovered.png"), full_page=True)
+    assert page.errors == []

@@ -1,0 +1,135 @@
+"""Failover as in Kafka's multi-broker walkthrough, on the session's cluster (ZooKeeper mode, and KRaft
+on the KRaft run): the leader of a partition is stopped, another takes over, the ISR shrinks and grows
+back, the timeline records it, and no message acknowledged with acks=all is lost."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import Client
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
+
+from broker.local import launcher
+from console import replication_watch
+from tests.conftest import BOOTSTRAP, logged_in
+from tests.integration.kafka_helpers import admin, create_topic, unique, wait_healthy
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
+    replication_watch.forget()
+    return logged_in()
+
+
+def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replication_watch.observe("local")
+        if found := check():
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def partition(client: Client, name: str, number: int) -> dict[str, Any]:
+    body = client.get("/api/clusters/local/replication/").json()
+    return next(p for p in body["partitions"] if p["topic"] == name and p["partition"] == number)
+
+
+def test_the_api_shows_each_partitions_replicas_as_kafka_does(client: Client) -> None:
+    name = create_topic(unique("repl"), partitions=3, replication=3)
+    body = client.get("/api/clusters/local/replication/").json()
+    kafka = admin()
+    try:
+        [truth] = kafka.describe_topics([name])
+    finally:
+        kafka.close()
+    for p in truth["partitions"]:
+        ours = partition(client, name, p["partition_index"])
+        assert ours["leader"] == p["leader_id"]
+        assert ours["replicas"] == p["replica_nodes"]
+        assert ours["isr"] == sorted(p["isr_nodes"])
+        assert ours["preferred_leader"] == p["replica_nodes"][0]
+    assert sorted(b["id"] for b in body["brokers"]) == [0, 1, 2]
+    assert sum(b["leads"] for b in body["brokers"]) == body["counts"]["partitions"]
+
+
+def test_stopping_a_leader_moves_leadership_shrinks_the_isr_and_loses_no_acknowledged_message(
+    client: Client, kafka_cluster: launcher.ClusterLayout
+) -> None:
+    name = create_topic(unique("failover"), partitions=1, replication=3, configs={"min.insync.replicas": "2"})
+    victim = partition(client, name, 0)["leader"]
+    acked: list[int] = []
+    stop = threading.Event()
+
+    def write() -> None:  # acks=all all along, as the walkthrough's producer
+        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all", retries=20, linger_ms=5)
+        i = 0
+        while not stop.is_set():
+            future = producer.send(name, value=str(i).encode(), partition=0)
+            with contextlib.suppress(KafkaError):  # a send that failed is simply not acknowledged
+                future.get(timeout=30)
+                acked.append(i)
+            i += 1
+            time.sleep(0.01)
+        producer.close()
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    replication_watch.observe("local")  # the timeline's starting point
+    started = time.time()
+    launcher.stop_broker(victim, kafka_cluster.data, echo=lambda _: None)
+    try:
+        moved = until(
+            "a new leader and a smaller ISR",
+            lambda: (p := partition(client, name, 0))["leader"] not in (None, victim) and victim not in p["isr"] and p,
+        )
+        assert moved["under_replicated"] is True
+        events = until(
+            "the timeline to tell it",
+            lambda: (
+                (
+                    e := client.get("/api/clusters/local/events/", {"since": str(int(started * 1000) - 1000)}).json()[
+                        "events"
+                    ]
+                )
+                and {"leader_changed", "isr_shrank", "broker_gone"} <= {x["kind"] for x in e}
+                and e
+            ),
+        )
+        mine = [e for e in events if e["topic"] == name]
+        assert any(e["kind"] == "leader_changed" and e["details"]["from"] == victim for e in mine)
+        assert any(e["kind"] == "isr_shrank" and victim in e["details"]["removed"] for e in mine)
+        assert any(e["kind"] == "broker_gone" and e["broker"] == victim for e in events)
+        page = client.get("/clusters/local/replication/").content.decode()
+        assert f'data-tp="{name}-0"' in page  # the under-replicated partition is listed
+        assert "event-isr_shrank" in page
+    finally:
+        launcher.start_broker(victim, kafka_cluster.data, echo=lambda _: None)
+        wait_healthy()
+    until("the ISR to grow back", lambda: victim in partition(client, name, 0)["isr"], timeout=90)
+    back = client.get("/api/clusters/local/events/", {"since": str(int(started * 1000))}).json()["events"]
+    assert any(e["kind"] == "isr_expanded" and e["topic"] == name and victim in e["details"]["added"] for e in back)
+    assert any(e["kind"] == "broker_registered" and e["broker"] == victim for e in back)
+    stop.set()
+    writer.join(timeout=60)
+    assert len(acked) > 10
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), enable_auto_commit=False)
+    tp = TopicPartition(name, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not set(acked) <= seen:
+        for records in consumer.poll(timeout_ms=500).values():
+            seen.update(int(r.value) for r in records)
+    consumer.close()
+    assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged messages missing"
