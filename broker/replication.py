@@ -221,7 +221,8 @@ def diff(before: Replication, after: Replication) -> list[Event]:
     new = {(p.topic, p.partition): p for p in after.partitions}
     for topic in sorted({t for t, _ in new} - {t for t, _ in old}):
         count = sum(1 for t, _ in new if t == topic)
-        events.append(Event(at, "topic_created", f"Topic {topic} created ({count} partition{'s' if count != 1 else ''})", topic=topic))
+        plural = "s" if count != 1 else ""
+        events.append(Event(at, "topic_created", f"Topic {topic} created ({count} partition{plural})", topic=topic))
     for topic in sorted({t for t, _ in old} - {t for t, _ in new}):
         events.append(Event(at, "topic_deleted", f"Topic {topic} deleted", topic=topic))
     for key in sorted(old.keys() & new.keys()):
