@@ -1,0 +1,6 @@
+"""ZooKeeper as a ZooKeeper-mode Kafka cluster uses it, read-only.
+
+``paths`` checks znode paths and splits connect strings, ``client`` reads znodes through one kazoo
+session per cluster, ``registry`` says what Kafka keeps in a znode, ``fourletter`` asks each server
+how it is (``srvr``, ``mntr``). Nothing here writes to ZooKeeper.
+"""
