@@ -295,7 +295,7 @@ def _offsets_per_topic(
     return result
 
 
-def _replica_sizes(
+def replica_sizes(
     admin: KafkaAdminClient, conn: ClusterConnection, brokers: list[int], topics: list[dict[str, Any]]
 ) -> dict[tuple[str, int, int], int]:
     """{(topic, partition, broker): bytes} from one DescribeLogDirs request per live broker that is not
@@ -402,7 +402,7 @@ def _collect(
     starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
     ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
     brokers = [b["broker_id"] for b in live_brokers(admin)]
-    sizes = _replica_sizes(admin, conn, brokers, topics)
+    sizes = replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
     # setting is only needed for topics with a shrunken ISR: asking every topic for it
     # costs the broker more than all the other requests of a listing together.

@@ -66,6 +66,8 @@ ACTIONS: dict[str, Action] = {
     "group.reset_offsets": Action("reset_offsets", "reset offsets"),
     "group.delete": Action("delete_groups", "delete consumer groups"),
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),
+    "partitions.reassign": Action("reassign_partitions", "reassign partitions"),
+    "partitions.elect": Action("reassign_partitions", "elect partition leaders"),
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
 }

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from broker import groups, messages, topics
+from broker import reassign as reassignment
 from broker.connection import ClusterConnection
 from broker.messages import Produced
 from broker.resets import ResetSpec
@@ -117,4 +118,61 @@ def delete_offsets(request: HttpRequest, conn: ClusterConnection, cluster: str, 
         {"topic": topic},
         lambda: groups.do_delete_offsets(conn, group, topic),
         lambda count: f"offsets of {count} partitions deleted",
+    )
+
+
+def reassign(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, plan: reassignment.Plan, throttle: int | None
+) -> reassignment.Progress:
+    topics = sorted({t for t, _ in plan})
+    params = {"plan": reassignment.plan_json(plan), "throttle": throttle}
+    return perform(
+        request,
+        "partitions.reassign",
+        cluster,
+        ",".join(topics),
+        params,
+        lambda: reassignment.execute(conn, plan, throttle),
+        lambda _: f"{len(plan)} partitions moving" + (f", throttled to {throttle} B/s" if throttle else ""),
+    )
+
+
+def verify_reassignment(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, topics: list[str]
+) -> reassignment.Progress:
+    return perform(
+        request,
+        "partitions.reassign",
+        cluster,
+        ",".join(topics),
+        {"verify": True},
+        lambda: reassignment.verify(conn, topics),
+        lambda p: "done, throttle removed" if p.done else f"{len(p.ongoing)} partitions still moving",
+    )
+
+
+def cancel_reassignment(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, partitions: list[tuple[str, int]]
+) -> reassignment.Progress:
+    return perform(
+        request,
+        "partitions.reassign",
+        cluster,
+        ",".join(f"{t}-{p}" for t, p in partitions) or "every reassignment",
+        {"cancel": True},
+        lambda: reassignment.cancel(conn, partitions),
+    )
+
+
+def elect(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, kind: str, partitions: list[tuple[str, int]] | None
+) -> dict[str, str | None]:
+    return perform(
+        request,
+        "partitions.elect",
+        cluster,
+        ",".join(f"{t}-{p}" for t, p in partitions or []) or "every partition",
+        {"type": kind},
+        lambda: reassignment.elect(conn, kind, partitions),
+        lambda r: f"{sum(1 for v in r.values() if v is None)} of {len(r)} partitions elected",
     )

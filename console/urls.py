@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import access, analytics, api, disks, groups, messages, pages, topics, zookeeper
+from console.views import access, analytics, api, disks, groups, messages, pages, reassign, topics, zookeeper
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -26,6 +26,7 @@ urlpatterns = [
     # Topics
     path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
     path(CLUSTER + "replication/", pages.replication, name="replication"),
+    path(CLUSTER + "reassign/", reassign.page, name="reassign"),
     path(CLUSTER + "zookeeper/", zookeeper.zookeeper, name="zookeeper"),
     path(CLUSTER + "zookeeper/tree/", zookeeper.zookeeper_tree, name="zookeeper-tree"),
     path(CLUSTER + "zookeeper/servers/", zookeeper.zookeeper_servers, name="zookeeper-servers"),
@@ -81,6 +82,12 @@ urlpatterns = [
     path(f"api/{CLUSTER}quorum/", api.quorum, name="api-quorum"),
     path(f"api/{CLUSTER}replication/", api.replication, name="api-replication"),
     path(f"api/{CLUSTER}events/", api.events, name="api-events"),
+    path(f"api/{CLUSTER}reassignments/", reassign.api_progress, name="api-reassignments"),
+    path(f"api/{CLUSTER}reassignments/generate/", reassign.api_generate, name="api-reassign-generate"),
+    path(f"api/{CLUSTER}reassignments/execute/", reassign.api_execute, name="api-reassign-execute"),
+    path(f"api/{CLUSTER}reassignments/verify/", reassign.api_verify, name="api-reassign-verify"),
+    path(f"api/{CLUSTER}reassignments/cancel/", reassign.api_cancel, name="api-reassign-cancel"),
+    path(f"api/{CLUSTER}elections/", reassign.api_elect, name="api-elect"),
     path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
     path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
     path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),

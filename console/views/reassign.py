@@ -1,0 +1,190 @@
+"""Reassigning partitions and electing leaders: the page and its JSON API (domain in broker/reassign.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from broker import reassign as reassignment
+from broker.errors import InvalidInput, KazamiError
+from console import changes
+from console.access import needs
+from console.clusters import get_connection
+from console.errors import api_view, page_view, status_of
+from console.params import int_param
+
+
+def _names(raw: Any) -> list[str]:
+    """Topic names from a list or a comma/space separated text."""
+    items = raw if isinstance(raw, list) else str(raw or "").replace(",", " ").split()
+    if not all(isinstance(i, str) for i in items):
+        raise InvalidInput("topics must be topic names.")
+    return [str(i).strip() for i in items if str(i).strip()]
+
+
+def _ids(raw: Any, what: str = "brokers") -> list[int]:
+    items = raw if isinstance(raw, list) else str(raw or "").replace(",", " ").split()
+    try:
+        return [int(i) for i in items]
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{what} must be broker ids (numbers).") from None
+
+
+def _partitions(raw: Any) -> list[tuple[str, int]]:
+    """[{"topic", "partition"}] or "topic-partition" texts."""
+    found = []
+    for item in raw or []:
+        if isinstance(item, dict) and isinstance(item.get("topic"), str) and isinstance(item.get("partition"), int):
+            found.append((item["topic"], item["partition"]))
+        elif isinstance(item, str) and "-" in item and item.rsplit("-", 1)[1].isdigit():
+            topic, number = item.rsplit("-", 1)
+            found.append((topic, int(number)))
+        else:
+            raise InvalidInput('partitions must be [{"topic": ..., "partition": N}] or "topic-N".')
+    return found
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"{}")
+        except ValueError as exc:
+            raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
+        if not isinstance(data, dict):
+            raise InvalidInput("The body must be a JSON object.")
+        return data
+    return {k: request.POST.getlist(k) if k in ("brokers",) else v for k, v in request.POST.items()}
+
+
+# ---------------------------------------------------------------- API
+
+
+@require_POST
+@api_view
+def api_generate(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """A proposal (changes nothing): ``{"topics": [...], "brokers": [...], "replication_factor": N}``."""
+    body = _body(request)
+    factor = body.get("replication_factor")
+    proposal = reassignment.propose(
+        get_connection(cluster),
+        _names(body.get("topics")),
+        _ids(body.get("brokers")),
+        int(factor) if factor not in (None, "") else None,
+    )
+    return proposal.as_dict()
+
+
+@require_POST
+@api_view
+@needs("partitions.reassign")
+def api_execute(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Start a reassignment: ``{"plan": <Kafka's JSON>, "throttle": bytes per second}``."""
+    body = _body(request)
+    plan = reassignment.parse_plan(body.get("plan"))
+    throttle = body.get("throttle")
+    rate = int_param({"throttle": throttle}, "throttle", None, 1) if throttle not in (None, "") else None
+    return changes.reassign(request, get_connection(cluster), cluster, plan, rate).as_dict()
+
+
+@require_GET
+@api_view
+def api_progress(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Reassignments under way (``?topics=a,b`` narrows them and lists those topics' replicas)."""
+    return reassignment.progress(get_connection(cluster), _names(request.GET.get("topics"))).as_dict()
+
+
+@require_POST
+@api_view
+@needs("partitions.reassign")
+def api_verify(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Whether the topics' reassignment is done; when it is, the throttle is removed."""
+    topics = _names(_body(request).get("topics"))
+    if not topics:
+        raise InvalidInput("Name the topics whose reassignment to verify.")
+    return changes.verify_reassignment(request, get_connection(cluster), cluster, topics).as_dict()
+
+
+@require_POST
+@api_view
+@needs("partitions.reassign")
+def api_cancel(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Cancel reassignments under way: ``{"partitions": [...]}`` (none: all)."""
+    partitions = _partitions(_body(request).get("partitions"))
+    return changes.cancel_reassignment(request, get_connection(cluster), cluster, partitions).as_dict()
+
+
+@require_POST
+@api_view
+@needs("partitions.elect")
+def api_elect(request: HttpRequest, cluster: str) -> dict[str, Any]:
+    """Leader election: ``{"type": "preferred" | "unclean", "partitions": [...]}`` (preferred, none: all)."""
+    body = _body(request)
+    partitions = _partitions(body.get("partitions")) or None
+    kind = str(body.get("type") or "preferred")
+    outcome = changes.elect(request, get_connection(cluster), cluster, kind, partitions)
+    return {"type": kind, "results": [{"partition": k, "error": v} for k, v in sorted(outcome.items())]}
+
+
+# ---------------------------------------------------------------- page
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def page(request: HttpRequest, cluster: str) -> HttpResponse:
+    """Generate a proposal (GET with topics and brokers), edit it, execute it with a throttle (POST), follow
+    it, verify or cancel it; elect preferred leaders."""
+    conn = get_connection(cluster)
+    context: dict[str, Any] = {
+        "cluster": cluster,
+        "topics_text": request.GET.get("topics", ""),
+        "brokers_chosen": request.GET.getlist("brokers"),
+        "factor": request.GET.get("replication_factor", ""),
+        "proposal": None,
+        "plan_text": "",
+        "error": None,
+        "done": None,
+    }
+    status = 200
+    try:
+        from broker.replication import get_replication
+
+        context["replication"] = get_replication(conn)
+        if request.method == "POST":
+            action = request.POST.get("action", "")
+            context["plan_text"] = request.POST.get("plan", "")
+            if action == "execute":
+                plan = reassignment.parse_plan(context["plan_text"])
+                raw = request.POST.get("throttle", "").strip()
+                rate = int_param({"throttle": raw}, "throttle", None, 1) if raw else None
+                changes.reassign(request, conn, cluster, plan, rate)
+                context["done"] = f"Reassignment of {len(plan)} partitions started."
+            elif action == "verify":
+                progress = changes.verify_reassignment(request, conn, cluster, _names(request.POST.get("topics")))
+                context["done"] = "Done; the throttle is removed." if progress.done else "Still moving."
+            elif action == "cancel":
+                changes.cancel_reassignment(request, conn, cluster, [])
+                context["done"] = "Every reassignment under way was cancelled."
+            elif action == "elect":
+                outcome = changes.elect(request, conn, cluster, "preferred", None)
+                elected = sum(1 for v in outcome.values() if v is None)
+                context["done"] = f"Preferred leader elected on {elected} partition{'s' if elected != 1 else ''}."
+            else:
+                raise InvalidInput("Unknown action.")
+        elif context["topics_text"] and context["brokers_chosen"]:
+            factor = context["factor"]
+            proposal = reassignment.propose(
+                conn, _names(context["topics_text"]), _ids(context["brokers_chosen"]), int(factor) if factor else None
+            )
+            context["proposal"] = proposal
+            context["plan_text"] = json.dumps(reassignment.plan_json(proposal.plan()), indent=2)
+        context["progress"] = reassignment.progress(conn, [])
+    except KazamiError as exc:
+        status, _ = status_of(exc)
+        context["error"] = str(exc)
+        context.setdefault("progress", None)
+        context.setdefault("replication", None)
+    return render(request, "reassign/page.html", context, status=status)
