@@ -13,6 +13,7 @@ from typing import Any
 from bench import (
     bench_analytics,
     bench_backfill,
+    bench_failover,
     bench_groups,
     bench_load,
     bench_messages,
@@ -34,10 +35,11 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "backfill": bench_backfill.run,
     "analytics": bench_analytics.run,
     "segments_dump": bench_segments.run,
+    "failover": bench_failover.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
-OWN_CLUSTER = {"cluster_up", "load"}
+OWN_CLUSTER = {"cluster_up", "load", "failover"}
 # Benchmarks that need no cluster at all (they write the files they read).
 NO_CLUSTER = {"segments_dump"}
 
@@ -110,7 +112,7 @@ def main(argv: list[str]) -> int:
             if name not in OWN_CLUSTER | NO_CLUSTER and not shared_up:
                 shared_cluster("up")
                 shared_up = True
-            elif name == "load" and shared_up:
+            elif name in ("load", "failover") and shared_up:
                 shared_cluster("down")
                 shared_up = False
             print(f"== {name}", flush=True)

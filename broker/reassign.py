@@ -451,7 +451,11 @@ def elect(conn: ClusterConnection, kind: str, partitions: list[tuple[str, int]] 
                 if error is kafka.errors.NoError:
                     outcome[key] = None
                 elif error is kafka.errors.ElectionNotNeededError:
-                    outcome[key] = "not needed: it is on its preferred leader"
+                    outcome[key] = (
+                        "not needed: it is on its preferred leader"
+                        if kind == "preferred"
+                        else "not needed: it has a leader"
+                    )
                 else:
                     outcome[key] = p.error_message or error.__name__
         return outcome

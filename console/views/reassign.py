@@ -168,6 +168,11 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
             elif action == "cancel":
                 changes.cancel_reassignment(request, conn, cluster, [])
                 context["done"] = "Every reassignment under way was cancelled."
+            elif action == "unclean":
+                chosen = _partitions([request.POST.get("partition", "").strip()])
+                outcome = changes.elect(request, conn, cluster, "unclean", chosen)
+                why = next(iter(outcome.values()), None) if outcome else "no answer"
+                context["done"] = "A leader was elected." if why is None else f"Not elected: {why}."
             elif action == "elect":
                 outcome = changes.elect(request, conn, cluster, "preferred", None)
                 elected = sum(1 for v in outcome.values() if v is None)

@@ -134,3 +134,6 @@ def test_preferred_leader_election_brings_leadership_back_after_a_failover(
     until("the preferred leader to lead again", lambda: leader() == 1)
     unclean = post(client, "elections/", {"type": "unclean"})
     assert unclean.status_code == 400  # an unclean election names its partitions
+    page = client.post("/clusters/local/reassign/", {"action": "unclean", "partition": f"{name}-0"})
+    assert page.status_code == 200
+    assert "Not elected: not needed: it has a leader." in page.content.decode()
