@@ -14,10 +14,12 @@ DEMO_SECOND_AFTER ?= 300
 KRAFT ?= 0
 KAFKA4_VERSION ?= 4.3.0
 ifeq ($(KRAFT),1)
-CLUSTER_ARGS := --data var/cluster-kraft
+EMBEDDED_DATA := var/cluster-kraft
+CLUSTER_ARGS := --data $(EMBEDDED_DATA)
 UP_ARGS := --kafka-version $(KAFKA4_VERSION)
 MAKE_DOWN := make down KRAFT=1
 else
+EMBEDDED_DATA := var/cluster
 CLUSTER_ARGS :=
 UP_ARGS :=
 MAKE_DOWN := make down
@@ -83,7 +85,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
-	$(PY) -m console.serve --host $(HOST) --port $(PORT)
+	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft
 	$(PY) -m pytest

@@ -68,6 +68,7 @@ ACTIONS: dict[str, Action] = {
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),
     "partitions.reassign": Action("reassign_partitions", "reassign partitions"),
     "partitions.elect": Action("reassign_partitions", "elect partition leaders"),
+    "broker.stop_start": Action("reassign_partitions", "stop and start brokers of the embedded cluster"),
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
 }

@@ -176,3 +176,17 @@ def elect(
         lambda: reassignment.elect(conn, kind, partitions),
         lambda r: f"{sum(1 for v in r.values() if v is None)} of {len(r)} partitions elected",
     )
+
+
+def broker_stop_start(request: HttpRequest, cluster: str, broker: int, action: str) -> str:
+    from console import embedded
+
+    return perform(
+        request,
+        "broker.stop_start",
+        cluster,
+        str(broker),
+        {"action": action},
+        lambda: embedded.change(cluster, broker, action),
+        lambda state: state,
+    )

@@ -166,6 +166,9 @@ KAZAMI_LAG_SAMPLE_INTERVAL = env_float("KAZAMI_LAG_SAMPLE_INTERVAL", 10.0, minim
 # lease holder), and how long its event timeline is kept.
 KAZAMI_REPLICATION_INTERVAL = env_float("KAZAMI_REPLICATION_INTERVAL", 2.0, minimum=0.5)
 KAZAMI_EVENT_RETENTION_HOURS = env_float("KAZAMI_EVENT_RETENTION_HOURS", 72.0, minimum=0.1)
+# The data folder of the embedded cluster behind the default cluster (`make run` sets it): admins may then
+# stop and start its brokers from the replication page.
+KAZAMI_EMBEDDED_CLUSTER = env_str("KAZAMI_EMBEDDED_CLUSTER", "")
 KAZAMI_LAG_RETENTION_HOURS = env_float("KAZAMI_LAG_RETENTION_HOURS", 24.0, minimum=0.1)
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
 KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)

@@ -40,6 +40,10 @@ KRAFT_CONTROLLERS = 3
 # The session cluster's data folder (tests stop and start its brokers through it).
 CLUSTER_DATA = TEST_VAR / ("cluster-kraft" if KRAFT else "cluster")
 
+# The console under test may stop and start the test cluster's brokers (admins, replication page).
+os.environ["KAZAMI_EMBEDDED_CLUSTER"] = str(CLUSTER_DATA)
+django_settings.KAZAMI_EMBEDDED_CLUSTER = str(CLUSTER_DATA)
+
 # Before anything reads them: the console under test shows the test cluster as `local`.
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
 os.environ["ZOOKEEPER_CONNECT"] = "" if KRAFT else f"127.0.0.1:{ZOOKEEPER_PORT}"

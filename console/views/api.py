@@ -97,6 +97,14 @@ def events(request: HttpRequest, cluster: str) -> dict[str, Any]:
     }
 
 
+@require_POST
+@api_view
+def broker_stop_start(request: HttpRequest, cluster: str, broker: int, action: str) -> JsonResponse:
+    """Stop or start a broker of the embedded cluster (admins): 202, it happens in the background."""
+    state = changes.broker_stop_start(request, cluster, broker, action)
+    return JsonResponse({"broker": broker, "action": action, "state": state}, status=202)
+
+
 @require_GET
 @api_view
 def quorum(request: HttpRequest, cluster: str) -> dict[str, Any]:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from broker.errors import InvalidInput
+from console import changes, embedded
 from console.clusters import get_configs, get_connection
 from console.errors import page_view
 from console.fragments import overview_context, quorum_context, replication_context
@@ -42,4 +46,18 @@ def replication(request: HttpRequest, cluster: str) -> HttpResponse:
     partition), and the timeline of changes; live."""
     context = replication_context(cluster, request.GET.get("all") == "1")
     context["live_interval"] = settings.KAZAMI_LIVE_INTERVAL
+    context["embedded"] = embedded.data_folder(cluster) is not None
     return render(request, "replication/page.html", context, status=503 if context["error"] else 200)
+
+
+@require_POST
+@page_view
+def broker_stop_start(request: HttpRequest, cluster: str) -> HttpResponse:
+    """Stop or start a broker of the embedded cluster (admins); back to the replication page, which shows it."""
+    try:
+        broker = int(request.POST.get("broker", ""))
+    except ValueError:
+        raise InvalidInput("Give the broker's number.") from None
+    state = changes.broker_stop_start(request, cluster, broker, request.POST.get("action", ""))
+    messages.info(request, f"Broker {broker} is {state}.")
+    return redirect("replication", cluster=cluster)

@@ -42,4 +42,10 @@
     form.requestSubmit();
   });
   document.addEventListener("htmx:wsClose", function () { setLive(false); });
+
+  // A form or the button that submits it may ask first (data-confirm): the policy forbids inline handlers.
+  document.addEventListener("submit", function (e) {
+    var asker = (e.submitter && e.submitter.closest("[data-confirm]")) || e.target.closest("form[data-confirm]");
+    if (asker && !window.confirm(asker.getAttribute("data-confirm"))) e.preventDefault();
+  });
 })();

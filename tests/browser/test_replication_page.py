@@ -3,6 +3,7 @@ without a reload, in the broker table and in the timeline."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,12 @@ def test_a_stopped_broker_shows_on_the_open_replication_page_and_in_its_timeline
     page.locator("#live-status:not([hidden])").wait_for(timeout=10_000)
     page.evaluate("window.__sameDocument = true")
     victim = 2
-    launcher.stop_broker(victim, kafka_cluster.data, echo=lambda _: None)
+    page.on("dialog", lambda dialog: dialog.accept())  # the Stop button asks for confirmation
+    page.fill("#embedded-broker", str(victim))
+    page.click("#broker-stop-start button[value=stop]")  # an admin stops it from the page
+    page.locator(".flash").wait_for(timeout=10_000)
+    assert f"Broker {victim} is stopping." in page.locator(".flash").inner_text()
+    page.evaluate("window.__sameDocument = true")
     try:
         page.locator(f'#replication-brokers tr[data-broker-id="{victim}"] .pill-bad').wait_for(timeout=20_000)
         page.locator('#events li[data-kind="broker_gone"]').first.wait_for(timeout=20_000)
@@ -31,7 +37,13 @@ def test_a_stopped_broker_shows_on_the_open_replication_page_and_in_its_timeline
         assert page.evaluate("window.__sameDocument") is True  # updated in place
         page.screenshot(path=str(artifacts / "replication-broker-down.png"), full_page=True)
     finally:
-        launcher.start_broker(victim, kafka_cluster.data, echo=lambda _: None)
+        deadline = time.monotonic() + 60
+        while launcher.status(kafka_cluster.data)["brokers"][victim]["alive"] and time.monotonic() < deadline:  # type: ignore[index]
+            time.sleep(0.5)
+        page.fill("#embedded-broker", str(victim))
+        page.click("#broker-stop-start button[value=start]")
+        page.locator(".flash").wait_for(timeout=10_000)
+        page.evaluate("window.__sameDocument = true")
         wait_healthy()
     page.locator(f'#replication-brokers tr[data-broker-id="{victim}"] .pill-ok').wait_for(timeout=30_000)
     page.locator('#events li[data-kind="broker_registered"]').first.wait_for(timeout=30_000)

@@ -86,7 +86,8 @@ def test_stopping_a_leader_moves_leadership_shrinks_the_isr_and_loses_no_acknowl
     writer.start()
     replication_watch.observe("local")  # the timeline's starting point
     started = time.time()
-    launcher.stop_broker(victim, kafka_cluster.data, echo=lambda _: None)
+    stopping = client.post(f"/api/clusters/local/brokers/{victim}/stop/")  # as an admin would, from the console
+    assert (stopping.status_code, stopping.json()["state"]) == (202, "stopping")
     try:
         moved = until(
             "a new leader and a smaller ISR",
@@ -113,7 +114,9 @@ def test_stopping_a_leader_moves_leadership_shrinks_the_isr_and_loses_no_acknowl
         assert f'data-tp="{name}-0"' in page  # the under-replicated partition is listed
         assert "event-isr_shrank" in page
     finally:
-        launcher.start_broker(victim, kafka_cluster.data, echo=lambda _: None)
+        until(
+            "the stop to finish", lambda: client.post(f"/api/clusters/local/brokers/{victim}/start/").status_code == 202
+        )
         wait_healthy()
     until("the ISR to grow back", lambda: victim in partition(client, name, 0)["isr"], timeout=90)
     back = client.get("/api/clusters/local/events/", {"since": str(int(started * 1000))}).json()["events"]
@@ -133,3 +136,16 @@ def test_stopping_a_leader_moves_leadership_shrinks_the_isr_and_loses_no_acknowl
             seen.update(int(r.value) for r in records)
     consumer.close()
     assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged messages missing"
+
+
+def test_only_admins_stop_brokers_and_only_those_of_the_embedded_cluster(
+    client: Client, clusters_reset: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    viewer = logged_in("viewer", "embedded-viewer")
+    assert viewer.post("/api/clusters/local/brokers/1/stop/").status_code == 403
+    assert client.post("/api/clusters/local/brokers/9/stop/").status_code == 400  # no broker 9
+    assert client.post("/api/clusters/local/brokers/1/reboot/").status_code == 400
+    monkeypatch.setattr("django.conf.settings.KAZAMI_EMBEDDED_CLUSTER", "")
+    elsewhere = client.post("/api/clusters/local/brokers/1/stop/")
+    assert elsewhere.status_code == 409
+    assert "not an embedded cluster" in elsewhere.json()["message"]
