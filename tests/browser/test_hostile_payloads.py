@@ -158,8 +158,9 @@ def test_no_payload_runs_on_any_page_that_shows_it(console_url: str, watched: An
     assert_nothing_ran(page, "group list")
     for index in range(len(GROUPS)):
         page.goto(f"{console_url}/clusters/local/groups/?q=pwned")
-        page.locator("#groups-table tbody a").nth(index).click()
-        page.wait_for_load_state()
+        # Waits for the group's page itself: the list's live refresh may redraw the table meanwhile.
+        with page.expect_navigation(url=lambda url: "/groups/" in url and "?q=" not in url):
+            page.locator("#groups-table tbody a").nth(index).click()
         assert "pwned" in page.locator("h1").inner_text()
         assert_nothing_ran(page, f"group page {index}")
     page.screenshot(path=str(artifacts / "hostile-group.png"), full_page=True)
