@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import zlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors
 from kafka import KafkaAdminClient, TopicPartition
@@ -31,6 +32,18 @@ THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.thr
 THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 Plan = dict[tuple[str, int], list[int]]
+T = TypeVar("T")
+
+
+def _via_controller(admin: KafkaAdminClient, send: Callable[[], T]) -> T:
+    """Send a request kafka-python routes to "the controller" (the broker DescribeCluster names: on KRaft
+    any broker, which forwards it). When that broker restarted since the client learnt of it, forget it
+    and ask again once, rather than fail a change over a broker that is back."""
+    try:
+        return send()
+    except (kafka.errors.UnknownBrokerIdError, kafka.errors.NodeNotReadyError, kafka.errors.KafkaConnectionError):
+        admin._controller_id = None
+        return send()
 
 
 @dataclass(frozen=True)
@@ -307,8 +320,11 @@ def execute(conn: ClusterConnection, plan: Plan, throttle: int | None = None) ->
         }
         if throttle is not None:
             _set_throttle(admin, plan, current, throttle)
-        answer = admin.alter_partition_reassignments(
-            {TopicPartition(t, p): replicas for (t, p), replicas in sorted(plan.items())}
+        answer = _via_controller(
+            admin,
+            lambda: admin.alter_partition_reassignments(
+                {TopicPartition(t, p): replicas for (t, p), replicas in sorted(plan.items())}
+            ),
         )
         refused = {f"{tp.topic}-{tp.partition}": err.__name__ for tp, err in answer.items() if err is not None}
         if refused:
@@ -358,7 +374,7 @@ def _set_throttle(admin: KafkaAdminClient, plan: Plan, current: Plan, rate: int)
 def _progress(admin: KafkaAdminClient, topics: list[str]) -> Progress:
     ongoing = {
         (tp.topic, tp.partition): {"adding": state["adding_replicas"], "removing": state["removing_replicas"]}
-        for tp, state in admin.list_partition_reassignments().items()
+        for tp, state in _via_controller(admin, admin.list_partition_reassignments).items()
         if not topics or tp.topic in topics
     }
     metadata = _metadata(admin, topics) if topics else []
@@ -412,10 +428,10 @@ def cancel(conn: ClusterConnection, partitions: list[tuple[str, int]]) -> Progre
     """Cancel the reassignments under way of ``partitions`` (all under way when empty)."""
 
     def run(admin: KafkaAdminClient) -> Progress:
-        under_way = admin.list_partition_reassignments()
+        under_way = _via_controller(admin, admin.list_partition_reassignments)
         chosen = [tp for tp in under_way if not partitions or (tp.topic, tp.partition) in partitions]
         if chosen:
-            admin.alter_partition_reassignments(dict.fromkeys(chosen))
+            _via_controller(admin, lambda: admin.alter_partition_reassignments(dict.fromkeys(chosen)))
         return _progress(admin, sorted({tp.topic for tp in chosen}))
 
     return conn.call(run, "reassignment cancel", requests=4)
@@ -440,7 +456,9 @@ def elect(conn: ClusterConnection, kind: str, partitions: list[tuple[str, int]] 
 
     def run(admin: KafkaAdminClient) -> dict[str, str | None]:
         try:
-            answer = admin.elect_leaders(0 if kind == "preferred" else 1, wanted, raise_errors=False)
+            answer = _via_controller(
+                admin, lambda: admin.elect_leaders(0 if kind == "preferred" else 1, wanted, raise_errors=False)
+            )
         except kafka.errors.KafkaError as exc:
             raise KafkaRefused(f"Kafka refused the election: {type(exc).__name__}: {exc}") from None
         outcome: dict[str, str | None] = {}
