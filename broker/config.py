@@ -15,11 +15,13 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CLUSTER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 HOST_PORT = re.compile(r"^[^\s:,]+:\d{1,5}$")
+ZOOKEEPER_SCHEME = re.compile(r"^[a-z][a-z0-9]*$")
 
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    """One cluster the console can show. ``repr`` never shows the SASL password or the key password."""
+    """One cluster the console can show. ``repr`` never shows the SASL password, the key password or the
+    ZooKeeper credentials."""
 
     name: str
     bootstrap_servers: tuple[str, ...]
@@ -43,6 +45,11 @@ class ClusterConfig:
     # Folders on the console's machine under which the brokers' log dirs can be read (the embedded
     # cluster's, or a mounted volume): the segment pages open files there and nowhere else.
     log_dir_roots: tuple[str, ...] = ()
+    # Whether admins may create, change and delete znodes through the console (off: ZooKeeper is read-only).
+    zookeeper_writes: bool = False
+    # Credentials the console's ZooKeeper session presents, as ``scheme:credential`` (``digest:user:password``):
+    # kazoo's auth_data. A secret.
+    zookeeper_auth: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         check_cluster_config(self)
@@ -78,7 +85,17 @@ class ClusterConfig:
     @property
     def secrets(self) -> tuple[str, ...]:
         """The secret values of this config (to keep out of logs)."""
-        return tuple(s for s in (self.sasl_password, self.ssl_password) if s)
+        found = [self.sasl_password, self.ssl_password, self.zookeeper_auth]
+        if self.zookeeper_auth:
+            found.append(self.zookeeper_auth.partition(":")[2])  # the credential alone, as a request carries it
+        return tuple(s for s in found if s)
+
+    def zookeeper_auth_data(self) -> list[tuple[str, str]]:
+        """kazoo's ``auth_data``: [(scheme, credential)], empty without zookeeper_auth."""
+        if not self.zookeeper_auth:
+            return []
+        scheme, _, credential = self.zookeeper_auth.partition(":")
+        return [(scheme, credential)]
 
 
 # How each TLS setting is named in messages, unless the caller names them its own way (the console
@@ -199,6 +216,19 @@ def check_cluster_config(config: ClusterConfig) -> None:
         raise ConfigError(f"{where}: the time-out must be positive.")
     if config.max_age < 0:
         raise ConfigError(f"{where}: max_age must not be negative.")
+    if config.zookeeper_auth is not None:
+        scheme, colon, credential = config.zookeeper_auth.partition(":")
+        if (
+            not ZOOKEEPER_SCHEME.match(scheme)
+            or not colon
+            or not credential
+            or (scheme == "digest" and ":" not in credential)
+        ):
+            # The value is a secret: the message says what is expected, never what was given.
+            raise ConfigError(
+                f"{where}: the ZooKeeper credentials (ZOOKEEPER_AUTH, or the variable zookeeper_auth_env names) "
+                "are not scheme:credential, such as digest:user:password."
+            )
 
 
 def split_servers(value: str) -> tuple[str, ...]:

@@ -68,9 +68,15 @@ ACTIONS: dict[str, Action] = {
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),
     "partitions.reassign": Action("reassign_partitions", "reassign partitions"),
     "partitions.elect": Action("reassign_partitions", "elect partition leaders"),
+    "transactions.abort": Action("delete_topics", "abort hanging transactions"),
+    "zookeeper.create": Action("write_zookeeper", "create znodes"),
+    "zookeeper.set": Action("write_zookeeper", "change znodes"),
+    "zookeeper.delete": Action("write_zookeeper", "delete znodes"),
     "broker.stop_start": Action("reassign_partitions", "stop and start brokers of the embedded cluster"),
+    "broker.configs": Action("reassign_partitions", "change broker configurations"),
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
+    "quotas.change": Action("reassign_partitions", "change client quotas"),
 }
 
 

@@ -3,17 +3,24 @@ through console.access.perform, with what the audit log keeps of its parameters 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.http import HttpRequest
 
-from broker import groups, messages, topics
+from broker import groups, messages, quotas, topics
 from broker import reassign as reassignment
+from broker import transactions as txns
 from broker.connection import ClusterConnection
+from broker.errors import KazamiError
 from broker.messages import Produced
 from broker.resets import ResetSpec
-from console.access import perform
+from broker.zk import writes as zk_writes
+from broker.zk.nodes import ZStat
+from console.access import perform, record, require
 from console.forms import CreateTopicForm, ProduceForm
+
+T = TypeVar("T")
 
 
 def create_topic(request: HttpRequest, conn: ClusterConnection, cluster: str, form: CreateTopicForm) -> None:
@@ -189,4 +196,157 @@ def broker_stop_start(request: HttpRequest, cluster: str, broker: int, action: s
         {"action": action},
         lambda: embedded.change(cluster, broker, action),
         lambda state: state,
+    )
+
+
+def _zookeeper_change(
+    request: HttpRequest,
+    conn: ClusterConnection,
+    cluster: str,
+    action: str,
+    path: str,
+    params: dict[str, Any],
+    change: Callable[[], T],
+    describe: Callable[[T], str],
+    check: Callable[[], object],
+) -> T:
+    """``perform`` for a change of ZooKeeper: a cluster whose ZooKeeper writes are off refuses it as a
+    read-only one does, after the role is checked, and so does ``check()`` for a znode Kafka depends on
+    (each audited as refused). The audit keeps the data's size, not the data (a znode may hold credentials)."""
+    try:
+        require(request, action, cluster)
+        zk_writes.check_writes(conn.config)
+        check()
+    except KazamiError as exc:
+        record(request, action, cluster, path, params, "refused", str(exc))
+        raise
+    # perform checks the role again (cheap) and audits the outcome of the change.
+    return perform(request, action, cluster, path, params, change, describe)
+
+
+def create_znode(request: HttpRequest, conn: ClusterConnection, cluster: str, path: str, data: bytes) -> ZStat:
+    return _zookeeper_change(
+        request,
+        conn,
+        cluster,
+        "zookeeper.create",
+        path,
+        {"data_length": len(data)},
+        lambda: zk_writes.create_node(conn, path, data),
+        lambda stat: f"created with {stat.data_length} bytes",
+        lambda: zk_writes.check_change(path, creating=True),
+    )
+
+
+def set_znode(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, path: str, data: bytes, version: int
+) -> ZStat:
+    return _zookeeper_change(
+        request,
+        conn,
+        cluster,
+        "zookeeper.set",
+        path,
+        {"data_length": len(data), "version": version},
+        lambda: zk_writes.set_node(conn, path, data, version),
+        lambda stat: f"{stat.data_length} bytes, version {version} -> {stat.version}",
+        lambda: zk_writes.check_change(path, creating=False),
+    )
+
+
+def delete_znode(
+    request: HttpRequest, conn: ClusterConnection, cluster: str, path: str, version: int, recursive: bool
+) -> zk_writes.Deleted:
+    return _zookeeper_change(
+        request,
+        conn,
+        cluster,
+        "zookeeper.delete",
+        path,
+        {"version": version, "recursive": recursive},
+        lambda: zk_writes.delete_node(conn, path, version, recursive),
+        lambda deleted: f"{deleted.count} znode{'s' if deleted.count != 1 else ''} deleted",
+        lambda: zk_writes.check_delete(path),
+    )
+
+
+def check_zookeeper_change(request: HttpRequest, conn: ClusterConnection, cluster: str, action: str, path: str) -> None:
+    """Raise Forbidden, ReadOnlyCluster or ZooKeeperWritesOff unless ``request``'s user may make the change
+    ``action`` to the cluster's ZooKeeper now; a refused POST goes into the audit log."""
+    try:
+        require(request, action, cluster)
+        zk_writes.check_writes(conn.config)
+    except KazamiError as exc:
+        if request.method == "POST":
+            record(request, action, cluster, path, {}, "refused", str(exc))
+        raise
+
+
+def alter_quotas(
+    request: HttpRequest,
+    conn: ClusterConnection,
+    cluster: str,
+    entity: quotas.Entity,
+    set_values: dict[str, Any],
+    remove: list[str],
+) -> quotas.ClientQuota:
+    """Set and remove client quotas of one entity (admins); a refused value is audited as failed."""
+    return perform(
+        request,
+        "quotas.change",
+        cluster,
+        quotas.describe_entity(entity),
+        {"entity": dict(entity), "set": set_values, "remove": remove},
+        lambda: quotas.do_alter_quotas(conn, entity, set_values, remove),
+        lambda _: ", ".join([*(f"{k} = {v}" for k, v in set_values.items()), *(f"{k} removed" for k in remove)]),
+    )
+
+
+def alter_broker_configs(
+    request: HttpRequest,
+    conn: ClusterConnection,
+    cluster: str,
+    broker: int | None,
+    set_configs: dict[str, str],
+    delete: list[str],
+) -> None:
+    """Change dynamic broker configs of ``broker`` (None: the cluster default); secret-looking values are
+    hidden in the audit log."""
+    from broker import brokerconfigs
+
+    perform(
+        request,
+        "broker.configs",
+        cluster,
+        "cluster default" if broker is None else f"broker {broker}",
+        {"set": set_configs, "delete": delete},
+        lambda: brokerconfigs.do_alter_broker_configs(conn, broker, set_configs, delete),
+        lambda _: "validated by Kafka and applied",
+    )
+
+
+def abort_transaction(
+    request: HttpRequest,
+    conn: ClusterConnection,
+    cluster: str,
+    topic: str,
+    partition: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+) -> txns.Aborted:
+    params = {
+        "partition": partition,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+        "coordinator_epoch": coordinator_epoch,
+    }
+    return perform(
+        request,
+        "transactions.abort",
+        cluster,
+        f"{topic}-{partition}",
+        params,
+        lambda: txns.do_abort(conn, topic, partition, producer_id, producer_epoch, coordinator_epoch),
+        lambda done: f"aborted; last stable offset {done.last_stable_offset} of {done.high_watermark}",
     )

@@ -5,7 +5,9 @@ The default cluster comes from ``KAFKA_BOOTSTRAP_SERVERS`` / ``ZOOKEEPER_CONNECT
 ``KAZAMI_CLUSTER_NAME`` (``local`` by default, the embedded cluster). More clusters come
 from ``KAZAMI_CLUSTERS_FILE``, a TOML file with one ``[clusters.<name>]`` table each; a
 password there is read from the environment variable its ``sasl_password_env`` (or, for an
-encrypted client key, ``ssl_key_password_env``) names, so the file itself holds no secret.
+encrypted client key, ``ssl_key_password_env``; for ZooKeeper's credentials, ``zookeeper_auth_env``)
+names, so the file itself holds no secret. ZooKeeper is read-only unless ``ZOOKEEPER_WRITES`` (or
+``zookeeper_writes = true``) lets admins change it.
 The TLS files each cluster names are checked when the configuration is loaded; an error names
 the variable or key, never a secret or a file's content.
 """
@@ -57,6 +59,8 @@ def default_cluster_from_env() -> ClusterConfig:
         timeout=env_float("KAZAMI_KAFKA_TIMEOUT", 2.5, minimum=0.1),
         max_age=env_float("KAZAMI_MAX_AGE", 1.0, minimum=0.0),
         log_dir_roots=_log_dir_roots(os.environ.get("KAZAMI_LOG_DIRS")),
+        zookeeper_writes=env_bool("ZOOKEEPER_WRITES", False),
+        zookeeper_auth=os.environ.get("ZOOKEEPER_AUTH") or None,
     )
 
 
@@ -87,6 +91,7 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float, max_a
         raise ConfigError(f"KAZAMI_CLUSTERS_FILE {path}: [clusters.{name}] needs bootstrap_servers.")
     password = _secret_from_env(name, table, "sasl_password_env")
     key_password = _secret_from_env(name, table, "ssl_key_password_env")
+    zookeeper_auth = _secret_from_env(name, table, "zookeeper_auth_env")
     servers = table["bootstrap_servers"]
     return ClusterConfig(
         name=name,
@@ -105,7 +110,18 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float, max_a
         timeout=float(table.get("timeout", timeout)),
         max_age=float(table.get("max_age", max_age)),
         log_dir_roots=tuple(str(p) for p in table.get("log_dirs", [])),
+        zookeeper_writes=_flag(name, table, "zookeeper_writes"),
+        zookeeper_auth=zookeeper_auth or None,
     )
+
+
+def _flag(name: str, table: dict[str, Any], key: str) -> bool:
+    """A true/false key of a cluster's table (absent: false); a string such as "false" is refused, not
+    taken as true."""
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"cluster {name!r}: {key} must be true or false, not {value!r}.")
+    return value
 
 
 def _secret_from_env(name: str, table: dict[str, Any], key: str) -> str | None:

@@ -26,6 +26,7 @@ SECTIONS: list[Section] = [
     Section("replication", "Replication", "replication"),
     Section("topics", "Topics", "topic-list"),
     Section("groups", "Consumer groups", "group-list"),
+    Section("transactions", "Transactions", "transaction-list"),
     Section("analytics", "Analytics", "analytics-home"),
 ]
 

@@ -3,6 +3,9 @@ from __future__ import annotations
 from django.urls import path
 
 from console.views import access, analytics, api, disks, groups, messages, pages, reassign, topics, zookeeper
+from console.views import brokerconfigs as broker_config_views
+from console.views import quotas as quota_views
+from console.views import transactions as transaction_views
 
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
@@ -27,9 +30,11 @@ urlpatterns = [
     path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
     path(CLUSTER + "replication/", pages.replication, name="replication"),
     path(CLUSTER + "reassign/", reassign.page, name="reassign"),
+    path(CLUSTER + "quotas/", quota_views.page, name="quotas"),
     path(CLUSTER + "embedded-brokers/", pages.broker_stop_start, name="broker-stop-start"),
     path(CLUSTER + "zookeeper/", zookeeper.zookeeper, name="zookeeper"),
     path(CLUSTER + "zookeeper/tree/", zookeeper.zookeeper_tree, name="zookeeper-tree"),
+    path(CLUSTER + "zookeeper/change/", zookeeper.zookeeper_change, name="zookeeper-change"),
     path(CLUSTER + "zookeeper/servers/", zookeeper.zookeeper_servers, name="zookeeper-servers"),
     path(f"api/{CLUSTER}zookeeper/", zookeeper.zookeeper_api, name="api-zookeeper"),
     path(f"api/{CLUSTER}zookeeper/servers/", zookeeper.zookeeper_servers_api, name="api-zookeeper-servers"),
@@ -51,6 +56,8 @@ urlpatterns = [
     # Disks: log dirs, segment files, batches, indexes
     path(CLUSTER + "disks/", disks.logdirs_page, name="disks"),
     path(BROKER + "logdirs/", disks.logdirs_page, name="broker-logdirs"),
+    path(CLUSTER + "brokers/configs/", broker_config_views.cluster_page, name="cluster-broker-configs"),
+    path(BROKER + "configs/", broker_config_views.broker_page, name="broker-configs"),
     path(REPLICA + "segments/", disks.segments_page, name="segments"),
     path(REPLICA + "producers/", disks.producers_page, name="replica-producers"),
     path(REPLICA + "offsets/<int:offset>/", disks.replica_offset, name="replica-offset"),
@@ -67,6 +74,10 @@ urlpatterns = [
     path(GROUP + "delete-offsets/", groups.delete_offsets, name="group-delete-offsets"),
     path(GROUP, groups.group_detail, name="group-detail"),
     path("metrics", groups.metrics, name="metrics"),
+    # Transactions
+    path(CLUSTER + "transactions/", transaction_views.transaction_list, name="transaction-list"),
+    path(CLUSTER + "transactions/hanging/", transaction_views.hanging_page, name="transaction-hanging"),
+    path(PARTITION + "producers/", transaction_views.producers_page, name="transaction-producers"),
     # Analytics
     path(CLUSTER + "analytics/", analytics.analytics_home, name="analytics-home"),
     path(CLUSTER + "analytics/live/", analytics.live_page, name="analytics-live"),
@@ -83,13 +94,18 @@ urlpatterns = [
     path(f"api/{CLUSTER}quorum/", api.quorum, name="api-quorum"),
     path(f"api/{CLUSTER}replication/", api.replication, name="api-replication"),
     path(f"api/{CLUSTER}events/", api.events, name="api-events"),
-    path(f"api/{CLUSTER}brokers/<int:broker>/<str:action>/", api.broker_stop_start, name="api-broker-stop-start"),
+    # Before the stop/start pattern, which would take "configs" for an action.
+    path(f"api/{CLUSTER}brokers/configs/", broker_config_views.api_cluster, name="api-cluster-broker-configs"),
+    path(f"api/{BROKER}configs/", broker_config_views.api_broker, name="api-broker-configs"),
+    path(f"api/{BROKER}stop/", api.broker_stop_start, {"action": "stop"}, name="api-broker-stop"),
+    path(f"api/{BROKER}start/", api.broker_stop_start, {"action": "start"}, name="api-broker-start"),
     path(f"api/{CLUSTER}reassignments/", reassign.api_progress, name="api-reassignments"),
     path(f"api/{CLUSTER}reassignments/generate/", reassign.api_generate, name="api-reassign-generate"),
     path(f"api/{CLUSTER}reassignments/execute/", reassign.api_execute, name="api-reassign-execute"),
     path(f"api/{CLUSTER}reassignments/verify/", reassign.api_verify, name="api-reassign-verify"),
     path(f"api/{CLUSTER}reassignments/cancel/", reassign.api_cancel, name="api-reassign-cancel"),
     path(f"api/{CLUSTER}elections/", reassign.api_elect, name="api-elect"),
+    path(f"api/{CLUSTER}quotas/", quota_views.api_quotas, name="api-quotas"),
     path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
     path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
     path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),
@@ -114,6 +130,10 @@ urlpatterns = [
     path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
     path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
     path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
+    path(f"api/{CLUSTER}transactions/", transaction_views.api_transactions, name="api-transactions"),
+    path(f"api/{CLUSTER}transactions/hanging/", transaction_views.api_hanging, name="api-transactions-hanging"),
+    path(f"api/{CLUSTER}transactions/abort/", transaction_views.api_abort, name="api-transactions-abort"),
+    path(f"api/{PARTITION}producers/", transaction_views.api_producers, name="api-partition-producers"),
     path(f"api/{CLUSTER}jobs/", analytics.api_jobs, name="api-jobs"),
     path(f"api/{CLUSTER}analytics/live/", analytics.api_live, name="api-live"),
     path("api/jobs/<int:job_id>/", analytics.api_job, name="api-job"),

@@ -4,7 +4,9 @@ The session is made the first time a cluster's ZooKeeper is read and kept for th
 that finds ZooKeeper silent (no session within the time-out, or a request not answered in time) drops
 the session and raises ZooKeeperUnavailable; the next call starts a new one, so the browser recovers
 by itself once ZooKeeper is back. A chroot in the connect string (``host:2181/kafka``) is honoured by
-kazoo: paths here are the ones the brokers see. Nothing in this module writes.
+kazoo: paths here are the ones the brokers see. The session presents the cluster's ZooKeeper credentials
+(``zookeeper_auth``) when it has some. Nothing in this module writes (``broker.zk.writes`` does, through
+the same sessions).
 """
 
 from __future__ import annotations
@@ -28,16 +30,21 @@ from kazoo.exceptions import (
     ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from broker.cluster import get_overview
-from broker.connection import ClusterConnection
-from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, NotFound, NotSupported
+from broker.connection import ClusterConnection, _redact
+from broker.errors import ClusterAuthFailed, ClusterUnavailable, InvalidInput, KafkaRefused, NotFound, NotSupported
 from broker.zk.fourletter import ServerHealth, check_servers
-from broker.zk.nodes import Child, ChildPage, ZNode, ZStat
+from broker.zk.nodes import Child, ChildPage, ZAcl, ZNode, ZStat
 from broker.zk.paths import ancestors, check_path, child_path, name_order, split_connect
 
 log = logging.getLogger(__name__)
+# kazoo logs each request it sends at its lowest level, the one that presents the credentials included:
+# the secrets registered for kafka-python's logs (broker.connection.keep_out_of_logs) are kept out of its too.
+for _name in ("kazoo.client", "kazoo.protocol.connection"):
+    logging.getLogger(_name).addFilter(_redact)
 
 # A znode holds at most 1 MiB by default (jute.maxbuffer); one said to hold more is not read.
 MAX_DATA = 1024 * 1024
@@ -61,6 +68,14 @@ class ZNodeNotReadable(KafkaRefused):
     """ZooKeeper refused to read the znode: its ACL does not let the console's session read it."""
 
 
+class ZNodeNotWritable(KafkaRefused):
+    """ZooKeeper refused a change: the znode's ACL (or its parent's) does not let the console's session."""
+
+
+class ZooKeeperAuthFailed(ClusterAuthFailed):
+    """ZooKeeper refused the credentials the console's session presented (zookeeper_auth)."""
+
+
 class NoZooKeeper(NotSupported):
     """The cluster runs in KRaft mode: it has no ZooKeeper."""
 
@@ -71,6 +86,7 @@ class NoZooKeeper(NotSupported):
 @dataclass
 class _Session:
     address: str
+    auth: tuple[tuple[str, str], ...]  # the credentials it presents: a change of them starts a new session
     client: KazooClient
     live: threading.Event  # set while connected (kazoo's own event)
 
@@ -108,9 +124,10 @@ def _session(conn: ClusterConnection, address: str, deadline: float) -> _Session
     """The cluster's connected session, started if need be; raises ZooKeeperUnavailable after the
     cluster's time-out (or at ``deadline``) without one."""
     name = conn.config.name
+    auth = tuple(conn.config.zookeeper_auth_data())
     with _lock:
         session = _sessions.get(name)
-        if session is None or session.address != address:
+        if session is None or session.address != address or session.auth != auth:
             if session is not None:
                 threading.Thread(target=_close_quietly, args=(session.client,), daemon=True).start()
             client = KazooClient(
@@ -118,11 +135,19 @@ def _session(conn: ClusterConnection, address: str, deadline: float) -> _Session
                 timeout=SESSION_TIMEOUT,
                 # Reconnect at least once per time-out while ZooKeeper is away.
                 connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=conn.config.timeout),
+                auth_data=list(auth) or None,
             )
-            session = _sessions[name] = _Session(address, client, client.start_async())
+            session = _sessions[name] = _Session(address, auth, client, client.start_async())
     wait = min(conn.config.timeout, deadline - time.monotonic())
     if not session.live.wait(timeout=max(0.0, wait)):
+        refused = session.client.client_state == KeeperState.AUTH_FAILED
         _drop(name, session)
+        if refused:
+            scheme = auth[0][0] if auth else "none"
+            raise ZooKeeperAuthFailed(
+                f"ZooKeeper ({address}) refused the credentials of cluster {name!r} (scheme {scheme}): "
+                "check ZOOKEEPER_AUTH, or the variable zookeeper_auth_env names."
+            )
         raise _unavailable(conn, address)
     return session
 
@@ -144,14 +169,23 @@ class _Reads:
         self.session = _session(conn, address, self.deadline)
         self.client = self.session.client
 
-    def wait(self, pending: Any, path: str) -> Any:
-        """The answer of a kazoo async call about ``path``; raises ZNodeNotFound, ZNodeNotReadable,
-        ZooKeeperUnavailable."""
+    def wait(self, pending: Any, path: str, change: bool = False, keep: tuple[type[Exception], ...] = ()) -> Any:
+        """The answer of a kazoo async call about ``path``; raises ZNodeNotFound, ZNodeNotReadable (or
+        ZNodeNotWritable for a ``change``), ZooKeeperUnavailable, or the kazoo errors in ``keep`` as
+        they are (for the caller to say what they mean)."""
         try:
             return pending.get(timeout=max(0.001, self.deadline - time.monotonic()))
+        except keep:
+            raise
         except NoNodeError:
             raise self.not_found(path) from None
         except NoAuthError:
+            if change:
+                raise ZNodeNotWritable(
+                    f"ZooKeeper does not let the console change {path}: the ACL of the znode (or, to create "
+                    "or delete one, of its parent) does not allow the console's session. Set ZooKeeper "
+                    "credentials for the cluster (zookeeper_auth) that its ACL allows."
+                ) from None
             raise ZNodeNotReadable(
                 f"ZooKeeper does not let the console read {path}: its ACL allows other users only."
             ) from None
@@ -165,7 +199,8 @@ class _Reads:
             _drop(self.conn.config.name, self.session)
             raise _unavailable(self.conn, self.address) from None
         except ZookeeperError as exc:
-            raise KafkaRefused(f"ZooKeeper refused to read {path}: {exc.__class__.__name__}.") from None
+            doing = "change" if change else "read"
+            raise KafkaRefused(f"ZooKeeper refused to {doing} {path}: {exc.__class__.__name__}.") from None
 
     def not_found(self, path: str) -> ZNodeNotFound:
         _, chroot = split_connect(self.address)
@@ -197,9 +232,12 @@ class _Reads:
         for (parent, names, offset, limit), calls in zip(wanted, pending, strict=True):
             children = []
             for p, call in calls:
-                stat = self.wait(call, p) if call is not None else None
+                try:
+                    stat = self.wait(call, p) if call is not None else None
+                except ZNodeNotReadable:  # its ACL hides its stat too: listed, without figures
+                    stat = None
                 name = p.rsplit("/", 1)[1]
-                if stat is None:  # not asked, or deleted meanwhile
+                if stat is None:  # not asked, deleted meanwhile, or not readable
                     children.append(Child(name, p))
                 else:
                     figures = int(stat.numChildren), int(stat.dataLength), bool(stat.ephemeralOwner)
@@ -248,7 +286,7 @@ def _check_page(offset: int, limit: int) -> None:
 def get_node(
     conn: ClusterConnection, path: str, offset: int = 0, limit: int = DEFAULT_LIMIT, child_stats: bool = False
 ) -> ZNode:
-    """The znode at ``path``: data (up to MAX_DATA bytes), stat, and children ``offset`` to
+    """The znode at ``path``: data (up to MAX_DATA bytes), stat, ACL, and children ``offset`` to
     ``offset + limit`` (each with its stat when ``child_stats``). ZooKeeper lists a znode's children
     whole; only the page asked for is kept. Raises InvalidInput (path, offset, limit), ZNodeNotFound,
     NoZooKeeper, ZooKeeperUnavailable, ZNodeNotReadable."""
@@ -260,14 +298,19 @@ def get_node(
         raise reads.not_found(path)
     names, stat = listed
     too_large = stat.data_length > MAX_DATA
-    # The data and the children's stats in one round trip.
+    # The data, the ACL and the children's stats in one round trip.
     data_call = reads.client.get_async(path) if 0 < stat.data_length <= MAX_DATA else None
+    acl_call = reads.client.get_acls_async(path)
     [page] = reads.pages([(path, names, offset, limit)], child_stats)
     data: bytes | None = None if too_large else b""
     if data_call is not None:
         data, fresh = reads.wait(data_call, path)
         stat = ZStat.of(fresh)
-    return ZNode(path, data, too_large, stat, page)
+    try:
+        acl: tuple[ZAcl, ...] | None = tuple(ZAcl.of(a) for a in reads.wait(acl_call, path)[0])
+    except (ZNodeNotReadable, ZNodeNotFound):  # the ACL needs read or admin rights; or it went meanwhile
+        acl = None
+    return ZNode(path, data, too_large, stat, page, acl)
 
 
 def get_children(conn: ClusterConnection, path: str, offset: int = 0, limit: int = DEFAULT_LIMIT) -> ChildPage:

@@ -63,9 +63,37 @@ class ZStat:
         }
 
 
+# ZooKeeper's permission bits, in the order its tools print them (``cdrwa``).
+PERMS = (("create", 4), ("delete", 8), ("read", 1), ("write", 2), ("admin", 16))
+
+
+@dataclass(frozen=True)
+class ZAcl:
+    """One entry of a znode's ACL: who (``scheme``, ``id``) may do what (``perms``, by name)."""
+
+    scheme: str
+    id: str
+    perms: tuple[str, ...]
+
+    @classmethod
+    def of(cls, acl: Any) -> ZAcl:
+        """From kazoo's ACL."""
+        bits = int(acl.perms)
+        return cls(str(acl.id.scheme), str(acl.id.id), tuple(name for name, bit in PERMS if bits & bit))
+
+    @property
+    def letters(self) -> str:
+        """The permissions as ZooKeeper's tools print them: ``cdrwa``, ``r``..."""
+        return "".join(name[0] for name in self.perms)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"scheme": self.scheme, "id": self.id, "perms": list(self.perms)}
+
+
 @dataclass(frozen=True)
 class Child:
-    """One child of a znode; the figures are None when its stat was not asked for (or it vanished)."""
+    """One child of a znode; the figures are None when its stat was not asked for (or it vanished, or its
+    ACL does not let the console read it)."""
 
     name: str
     path: str
@@ -112,13 +140,14 @@ class ChildPage:
 @dataclass(frozen=True)
 class ZNode:
     """A znode: its data (None when it holds more than the console reads: see ``too_large``),
-    its stat, and a page of its children."""
+    its stat, a page of its children, and its ACL (None when ZooKeeper did not let the console read it)."""
 
     path: str
     data: bytes | None
     too_large: bool
     stat: ZStat
     children: ChildPage
+    acl: tuple[ZAcl, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         wire = wire_value(None if self.too_large else self.data)
@@ -132,4 +161,5 @@ class ZNode:
             "children_total": self.children.total,
             "offset": self.children.offset,
             "limit": self.children.limit,
+            "acl": None if self.acl is None else [a.as_dict() for a in self.acl],
         }
