@@ -249,7 +249,7 @@ def get_broker_configs(conn: ClusterConnection, brokers: list[int] | None = None
     ClusterUnavailable when the cluster cannot be reached at all."""
 
     def ask(admin: KafkaAdminClient) -> ClusterConfigs:
-        live = {b["broker_id"] for b in live_brokers(admin)}
+        live = {b["broker_id"] for b in live_brokers(admin, conn)}
         asked = brokers if brokers is not None else sorted(live | set(conn.known_brokers))
         result = []
         for broker in asked:
@@ -303,7 +303,7 @@ def do_alter_broker_configs(
 
     def alter(admin: KafkaAdminClient) -> None:
         # Kafka accepts names it does not know as custom broker configs: a typo would be kept silently.
-        asked = broker if broker is not None else min(b["broker_id"] for b in live_brokers(admin))
+        asked = broker if broker is not None else min(b["broker_id"] for b in live_brokers(admin, conn))
         known = _describe(admin, asked)
         unknown = sorted(set(changes) - set(known))
         if unknown:

@@ -204,6 +204,7 @@ def build_overview(
     # A KRaft broker that stopped stays registered, fenced, until it returns: down, not alive.
     fenced = {b["broker_id"] for b in cluster.get("brokers", []) if b.get("is_fenced")}
     alive = {b: where for b, where in listed.items() if b not in fenced}
+    conn.note_alive(set(alive))
 
     partitions = under_replicated = offline = internal = 0
     referenced: set[int] = set()

@@ -152,6 +152,8 @@ class ClusterConnection:
         self._producer: KafkaProducer | None = None
         # Broker id -> until when it counts as silent (time.monotonic()).
         self._silent: dict[int, float] = {}
+        # The brokers last seen registered and not fenced (note_alive), None before the first look.
+        self._last_alive: set[int] | None = None
         # When a request a ZooKeeper-mode broker needs ZooKeeper for (reading topic configurations, or a
         # topic change) last timed out (None: the last one answered). The broker holds such a request, and
         # one of its request threads, for as long as ZooKeeper is down; broker.topics does not send another
@@ -191,6 +193,14 @@ class ClusterConnection:
     def mark_silent(self, broker: int) -> None:
         """Note that ``broker`` did not answer a request sent to it alone."""
         self._silent[broker] = time.monotonic() + self.config.timeout * SILENT_ROUNDS
+
+    def note_alive(self, alive: set[int]) -> None:
+        """Brokers registered (and not fenced) now. One that was away and is back has restarted: it is not
+        silent any more, so the pages ask it again at once rather than after SILENT_ROUNDS time-outs."""
+        back = alive - self._last_alive if self._last_alive is not None else set()
+        for broker in back:
+            self._silent.pop(broker, None)
+        self._last_alive = set(alive)
 
     def is_silent(self, broker: int) -> bool:
         until = self._silent.get(broker)
@@ -476,7 +486,11 @@ def _close_quietly(client: KafkaAdminClient | KafkaConsumer | KafkaProducer) -> 
         log.debug("closing a dropped admin client failed", exc_info=True)
 
 
-def live_brokers(admin: KafkaAdminClient) -> list[dict[str, Any]]:
+def live_brokers(admin: KafkaAdminClient, conn: ClusterConnection | None = None) -> list[dict[str, Any]]:
     """The brokers DescribeCluster lists, without the fenced ones: a KRaft broker that stopped stays
-    registered, fenced, until it comes back, and must not be asked anything meanwhile."""
-    return [b for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")]
+    registered, fenced, until it comes back, and must not be asked anything meanwhile. With ``conn``, a
+    broker seen back after being away is not silent any more (ClusterConnection.note_alive)."""
+    alive = [b for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")]
+    if conn is not None:
+        conn.note_alive({int(b["broker_id"]) for b in alive})
+    return alive

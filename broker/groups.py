@@ -406,7 +406,7 @@ def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> dict[str, st
     not answer costs one time-out and is then left out, with its groups, while it counts as silent
     (ClusterConnection.silent_brokers), rather than fail the list."""
     ids: dict[str, str] = {}
-    for broker in sorted(b["broker_id"] for b in live_brokers(admin)):
+    for broker in sorted(b["broker_id"] for b in live_brokers(admin, conn)):
         if conn.is_silent(broker):
             continue
         try:

@@ -98,7 +98,7 @@ def describe_log_dirs(
 
     def ask(admin: KafkaAdminClient) -> list[BrokerDisks]:
         result = []
-        live = {b["broker_id"] for b in live_brokers(admin)}
+        live = {b["broker_id"] for b in live_brokers(admin, conn)}
         # Brokers seen alive before and gone now are listed too, as down, rather than silently missing.
         asked = brokers if brokers is not None else sorted(live | set(conn.known_brokers))
         for broker in asked:

@@ -266,7 +266,7 @@ def propose(conn: ClusterConnection, topics: list[str], brokers: list[int], fact
         raise InvalidInput("A broker is chosen twice.")
 
     def run(admin: KafkaAdminClient) -> Proposal:
-        live = {b["broker_id"]: b.get("rack") for b in live_brokers(admin)}
+        live = {b["broker_id"]: b.get("rack") for b in live_brokers(admin, conn)}
         unknown = sorted(set(brokers) - set(live))
         if unknown:
             raise InvalidInput(
@@ -312,7 +312,7 @@ def execute(conn: ClusterConnection, plan: Plan, throttle: int | None = None) ->
         raise InvalidInput("A throttle below 1 KiB/s would never finish; give bytes per second, e.g. 10485760.")
 
     def run(admin: KafkaAdminClient) -> Progress:
-        brokers = {b["broker_id"] for b in live_brokers(admin)}
+        brokers = {b["broker_id"] for b in live_brokers(admin, conn)}
         metadata = _metadata(admin, sorted({t for t, _ in plan}))
         check_plan(plan, brokers, {t["name"]: len(t["partitions"]) for t in metadata})
         current = {
@@ -405,7 +405,7 @@ def verify(conn: ClusterConnection, topics: list[str]) -> Progress:
     def run(admin: KafkaAdminClient) -> Progress:
         now = _progress(admin, topics)
         if now.done and (now.throttled or topics):
-            brokers = [b["broker_id"] for b in live_brokers(admin)]
+            brokers = [b["broker_id"] for b in live_brokers(admin, conn)]
             admin.alter_configs(
                 [
                     ConfigResource(ConfigResourceType.TOPIC, t, dict.fromkeys(THROTTLED_REPLICAS, ("DELETE", None)))

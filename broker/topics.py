@@ -401,7 +401,7 @@ def _collect(
     leaders = topic_leaders(topics)
     starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
     ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
-    brokers = [b["broker_id"] for b in live_brokers(admin)]
+    brokers = [b["broker_id"] for b in live_brokers(admin, conn)]
     sizes = replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
     # setting is only needed for topics with a shrunken ISR: asking every topic for it

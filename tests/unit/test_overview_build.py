@@ -96,3 +96,15 @@ def test_a_fenced_kraft_broker_is_down_though_still_registered() -> None:
     assert [(b.id, b.alive, b.fenced) for b in o.brokers] == [(0, True, False), (1, True, False), (2, False, True)]
     assert o.brokers_down == 1
     assert o.brokers[2].address == "h:9002"
+
+
+def test_a_broker_back_after_a_restart_is_not_silent_any_more() -> None:
+    conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
+    build_overview(conn, cluster([0, 1, 2], controller=0), [], Identity("zookeeper"))
+    conn.mark_silent(2)  # it timed out while stopping
+    build_overview(conn, cluster([0, 1], controller=0), [], Identity("zookeeper"))
+    assert conn.is_silent(2)
+    conn.mark_silent(1)  # silent though registered all along (frozen): stays silent
+    build_overview(conn, cluster([0, 1, 2], controller=0), [], Identity("zookeeper"))
+    assert not conn.is_silent(2)
+    assert conn.is_silent(1)
