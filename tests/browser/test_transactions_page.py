@@ -3,6 +3,7 @@ read_committed view, a marker's own page, and the lag of a read_committed group.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,12 @@ def test_transactions_on_the_partition_page(console_url: str, page: Any, artifac
     produce(name, [(None, b"plain")], partition=0)
     # 0-1 committed, 2 commit marker, 3 aborted, 4 abort marker, 5 open, 6 plain (above the LSO, 5).
     try:
-        page.goto(f"{console_url}/clusters/local/topics/{name}/partitions/0/")
+        # The browser tests before this one stop and restart brokers: the console may still be finding the
+        # new partition's leader; its page says so and answers once it has (at most a few time-outs).
+        deadline = time.monotonic() + 30
+        while page.goto(f"{console_url}/clusters/local/topics/{name}/partitions/0/").status == 503:
+            assert time.monotonic() < deadline, page.locator("main").inner_text()
+            time.sleep(1)
         rows = page.locator("#messages tbody tr")
         assert rows.count() == 7
         assert page.locator("#messages tr.marker-row").count() == 2

@@ -29,14 +29,14 @@ def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Clien
     return logged_in()
 
 
-def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+def until(what: str, check: Callable[[], Any], timeout: float = 60, show: Callable[[], Any] | None = None) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         replication_watch.observe("local")
         if found := check():
             return found
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"; seen: {show()}" if show else ""))
 
 
 def partition(client: Client, name: str, number: int) -> dict[str, Any]:
@@ -94,17 +94,17 @@ def test_stopping_a_leader_moves_leadership_shrinks_the_isr_and_loses_no_acknowl
             lambda: (p := partition(client, name, 0))["leader"] not in (None, victim) and victim not in p["isr"] and p,
         )
         assert moved["under_replicated"] is True
+        since = str(int(started * 1000) - 1000)
+
+        def told() -> list[dict[str, Any]] | None:
+            e = client.get("/api/clusters/local/events/", {"since": since}).json()["events"]
+            return e if {"leader_changed", "isr_shrank", "broker_gone"} <= {x["kind"] for x in e} else None
+
         events = until(
             "the timeline to tell it",
-            lambda: (
-                (
-                    e := client.get("/api/clusters/local/events/", {"since": str(int(started * 1000) - 1000)}).json()[
-                        "events"
-                    ]
-                )
-                and {"leader_changed", "isr_shrank", "broker_gone"} <= {x["kind"] for x in e}
-                and e
-            ),
+            told,
+            timeout=90,
+            show=lambda: client.get("/api/clusters/local/events/", {"since": since}).json()["events"],
         )
         mine = [e for e in events if e["topic"] == name]
         assert any(e["kind"] == "leader_changed" and e["details"]["from"] == victim for e in mine)
