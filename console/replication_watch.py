@@ -23,6 +23,8 @@ from console.sampler import acquire_lease
 
 log = logging.getLogger(__name__)
 
+# A snapshot older than this is no baseline: changes since then may have come and gone unseen.
+STALE_MS = 30_000
 # The last snapshot seen of each cluster, in this process.
 _last: dict[str, Replication] = {}
 _lock = threading.Lock()
@@ -36,6 +38,8 @@ def observe(cluster: str) -> list[Event]:
         before = _last.get(cluster)
         if before is not None and snapshot.fetched_at_ms <= before.fetched_at_ms:
             return []  # an answer shared with an earlier caller: nothing new
+        if before is not None and snapshot.fetched_at_ms - before.fetched_at_ms > STALE_MS:
+            before = None  # a look from long ago (this process just took the lease over): no baseline
         _last[cluster] = snapshot
     events = diff(before, snapshot) if before is not None else []
     if events:
