@@ -16,6 +16,7 @@ from console.access import needs
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import int_param
+from console.views.api import _body as json_body
 
 
 def _names(raw: Any) -> list[str]:
@@ -49,15 +50,11 @@ def _partitions(raw: Any) -> list[tuple[str, int]]:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
-    if request.content_type == "application/json":
-        try:
-            data = json.loads(request.body or b"{}")
-        except ValueError as exc:
-            raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("The body must be a JSON object.")
-        return data
-    return {k: request.POST.getlist(k) if k in ("brokers",) else v for k, v in request.POST.items()}
+    """The API's body reader (JSON or form); a form's repeated ``brokers`` fields all kept."""
+    data = json_body(request)
+    if request.content_type != "application/json" and "brokers" in request.POST:
+        data["brokers"] = request.POST.getlist("brokers")
+    return data
 
 
 # ---------------------------------------------------------------- API
