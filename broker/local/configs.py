@@ -119,6 +119,7 @@ def broker_properties(layout: ClusterLayout, broker_id: int, users: list[SaslUse
         lines += [f"listener.security.protocol.map={','.join(protocols)}", "inter.broker.listener.name=PLAINTEXT"]
     if layout.secure:
         lines += secure_listener_properties(layout, users or [])
+        lines += authorizer_properties(layout)
     return "\n".join([*lines, *shared_broker_properties(layout, broker_id), ""])
 
 
@@ -132,6 +133,8 @@ def controller_properties(layout: ClusterLayout, node_id: int) -> str:
             f"log.dirs={layout.log_dir(node_id)}",
             "num.network.threads=1",
             "num.io.threads=2",
+            # The controllers decide ACL changes forwarded by the brokers: the same authorizer on them.
+            *(authorizer_properties(layout) if layout.secure else []),
             "",
         ]
     )
@@ -154,6 +157,25 @@ def secure_listener_properties(layout: ClusterLayout, users: list[SaslUser]) -> 
         f"{prefix}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required {plain};",
         f"{prefix}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
         f"{prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    ]
+
+
+# The principal of every PLAINTEXT connection (clients of the default listener, brokers among themselves,
+# brokers to controllers): a super user, so everything but the secure listener works as without an authorizer.
+PLAINTEXT_PRINCIPAL = "User:ANONYMOUS"
+ZOOKEEPER_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+KRAFT_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def authorizer_properties(layout: ClusterLayout) -> list[str]:
+    """Kafka's standard authorizer (ACLs in ZooKeeper, or in the metadata log on KRaft) for a cluster with a
+    secure listener: the PLAINTEXT principal is the only super user and a resource without ACLs is closed, so
+    the SASL users may do exactly what ACLs grant them (``secure.grant_secure_users`` gives the generated
+    ones everything at ``up``)."""
+    return [
+        f"authorizer.class.name={KRAFT_AUTHORIZER if layout.kraft else ZOOKEEPER_AUTHORIZER}",
+        f"super.users={PLAINTEXT_PRINCIPAL}",
+        "allow.everyone.if.no.acl.found=false",
     ]
 
 

@@ -141,16 +141,55 @@ def create_scram_credentials(layout: ClusterLayout, users: list[SaslUser]) -> No
         raise LauncherError(f"Kafka refused the SCRAM credentials: {failed}.")
 
 
-def secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) -> bool:
-    """True when every broker's SASL_SSL listener accepts the SCRAM user (credentials reach each broker
-    through a ZooKeeper notification or the metadata log, a moment after they are stored)."""
-    from kafka import KafkaAdminClient
+# What the generated users may do through the authorizer: everything, granted by ACLs rather than as super
+# users, so a user created in the console next to them starts with nothing.
+GRANTED_RESOURCES = (("CLUSTER", "kafka-cluster"), ("TOPIC", "*"), ("GROUP", "*"), ("TRANSACTIONAL_ID", "*"))
 
+
+def grant_secure_users(layout: ClusterLayout, users: list[SaslUser]) -> None:
+    """Allow every operation on every resource to ``users`` with literal ACLs (CreateAcls over the PLAINTEXT
+    listener, whose principal is a super user). Creating an ACL that exists is a no-op, so this runs at every
+    ``up``. Raises LauncherError when Kafka refuses one."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ACL, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
+
+    bindings = [
+        ACL(f"User:{u.name}", "*", ACLOperation.ALL, ACLPermissionType.ALLOW, ResourcePattern(ResourceType[t], name))
+        for u in users
+        for t, name in GRANTED_RESOURCES
+    ]
+    admin = KafkaAdminClient(
+        bootstrap_servers=layout.bootstrap_servers.split(","), bootstrap_timeout_ms=10_000, request_timeout_ms=10_000
+    )
+    try:
+        answer = admin.create_acls(bindings)
+    finally:
+        admin.close()
+    if answer["failed"]:
+        raise LauncherError(f"Kafka refused the secure users' ACLs: {answer['failed']}.")
+
+
+def secure_listener_accepts(layout: ClusterLayout, listener: SecureListener) -> bool:
+    """True when every broker's SASL_SSL listener accepts the SCRAM user and lets it describe ACLs
+    (credentials and ACLs reach each broker through a ZooKeeper notification or the metadata log, a moment
+    after they are stored)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType
+    from kafka.admin import ACLResourcePatternType as Pattern
+
+    everything = ACLFilter(
+        None, None, ACLOperation.ANY, ACLPermissionType.ANY, ResourcePatternFilter(ResourceType.ANY, None, Pattern.ANY)
+    )
     for b in layout.broker_ids:
         config = listener.client_config("SCRAM-SHA-512", bootstrap_servers=(f"127.0.0.1:{layout.sasl_ssl_port(b)}",))
         try:
             admin = KafkaAdminClient(bootstrap_timeout_ms=3000, **config.client_options())
         except Exception:  # noqa: BLE001 - not ready yet; asked again
             return False
-        admin.close()
+        try:
+            admin.describe_acls(everything)  # refused until this broker has the user's ACLs
+        except Exception:  # noqa: BLE001 - not ready yet; asked again
+            return False
+        finally:
+            admin.close()
     return True
