@@ -536,13 +536,17 @@ def find_by_key(
     partitioner: str = "auto",
     max_scan: int = 200_000,
     max_matches: int = 100,
+    masked: Callable[[Message], Message] | None = None,
 ) -> KeySearch:
     """The messages whose key is ``key``. ``partitioner``: ``auto`` reads the partitions the Java
     (murmur2) and librdkafka (CRC32) default partitioners give the key, at most two; ``murmur2`` or
     ``crc32`` that one's; ``all`` every partition. At most the newest ``max_scan`` messages of each are
     read. Raises InvalidInput for an unknown partitioner, TopicNotFound, PartitionUnavailable (one
     partitioner's partition cannot be read now: not searched, so not reported empty),
-    ClusterUnavailable. With several partitions, those without a leader are listed in ``unreadable``."""
+    ClusterUnavailable. With several partitions, those without a leader are listed in ``unreadable``.
+
+    ``masked`` (broker.masking.Masker.message): the messages as the user is shown them; a message matches
+    when its masked key is ``key``, so a hidden key cannot be found by guessing it."""
     if partitioner not in CHOICES:
         raise InvalidInput(f"partitioner must be one of {', '.join(CHOICES)}, not {partitioner!r}.")
     infos = get_topic_partitions(conn, topic)
@@ -567,7 +571,7 @@ def find_by_key(
             conn,
             topic,
             ranges,
-            lambda m: m.key == key,
+            (lambda m: m.key == key) if masked is None else (lambda m: masked(m).key == key),
             max_scan=max_scan * len(wanted),
             max_matches=max_matches,
             on_progress=remember,
@@ -582,7 +586,7 @@ def find_by_key(
         searched=searched,
         unreadable=unreadable,
         reason=_key_reason(key, partitioner, placed, count),
-        matches=matches,
+        matches=matches if masked is None else [masked(m) for m in matches],
         scanned=seen.scanned,
         ranges=[r for r in ranges if r.readable],
         stopped=seen.stopped,

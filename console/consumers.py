@@ -22,11 +22,13 @@ from django.urls import reverse
 
 from broker import messages, topics
 from broker.errors import KazamiError
+from broker.masking import Masker
 from broker.messages import Message, ScanProgress, Tail
 from console import live
 from console.access import has
 from console.clusters import get_configs, get_connection
 from console.fragments import LIVE_FRAGMENTS
+from console.masking import masker_for
 from console.search import SearchSpec, run_search, search_spec_from
 from console.shown import Decoding, ShownMessage, decoding_for, show
 
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 CLOSE_UNKNOWN = 4404
 CLOSE_LOGIN = 4401  # no session: log in first
 CLOSE_FORBIDDEN = 4403  # logged in without the viewer role
+CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked differently: open it again
 
 
 async def refusal(scope: dict[str, Any]) -> int | None:
@@ -51,13 +54,18 @@ async def refusal(scope: dict[str, Any]) -> int | None:
 async def refusal_now(scope: dict[str, Any]) -> int | None:
     """:func:`refusal` for the session as it is in the session store now: a logout (the session is
     deleted), a password change, a user disabled or a role taken away since the websocket opened."""
+    return await refusal(await fresh_scope(scope))
+
+
+async def fresh_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """``scope`` with its session and user as they are in the session store now."""
     session = scope.get("session")
     if session is None or session.session_key is None:
-        return await refusal(scope)
+        return scope
     store = import_module(settings.SESSION_ENGINE).SessionStore
     fresh = {**scope, "session": store(session_key=session.session_key)}
     fresh["user"] = await get_user(fresh)
-    return await refusal(fresh)
+    return fresh
 
 
 class Rechecked(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
@@ -78,12 +86,18 @@ class Rechecked(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships
             await asyncio.sleep(settings.KAZAMI_WS_RECHECK)
             try:
                 code = await refusal_now(self.scope)
+                if code is None:
+                    code = await self.changed_since_open()
             except Exception:  # the database is away: check again next time
                 log.warning("could not check a websocket's session again", exc_info=True)
                 continue
             if code is not None:
                 await self.close(code=code)
                 return
+
+    async def changed_since_open(self) -> int | None:
+        """A close code when what the socket sends no longer fits its user (checked with the session)."""
+        return None
 
 
 class LiveConsumer(Rechecked):
@@ -210,8 +224,10 @@ class SearchConsumer(Rechecked):
         )
         conn = get_connection(self.cluster)
         try:
+            # The user's masking, as the search page's: the query sees masked messages only.
+            masker = await database_sync_to_async(masker_for)(self.scope["user"], self.cluster, self.topic)
             await sync_to_async(run_search, thread_sensitive=False)(
-                conn, self.cluster, self.topic, spec, cancel, on_progress, on_match
+                conn, self.cluster, self.topic, spec, cancel, on_progress, on_match, masker
             )
         except KazamiError as exc:
             await self.send(text_data=render_to_string("messages/_search_progress.html", {"error": str(exc)}))
@@ -237,7 +253,9 @@ class SearchConsumer(Rechecked):
         await self.send(text_data=html)
 
 
-TailKey = tuple[str, str, tuple[int, ...], str]  # cluster, topic, partitions, isolation
+# cluster, topic, partitions, isolation, and the masking of the watchers' role: browsers whose roles see
+# different values do not share rows.
+TailKey = tuple[str, str, tuple[int, ...], str, Masker]
 
 
 @dataclass(eq=False)
@@ -248,6 +266,7 @@ class SharedTail:
     cluster: str
     tail: Tail
     decoding: Decoding
+    masker: Masker
     watchers: set[TailConsumer] = field(default_factory=set)
     pump: asyncio.Task[None] | None = None
     trouble: str | None = None  # why new messages may not be arriving now (Tail.trouble), None if none
@@ -260,8 +279,8 @@ class SharedTail:
 _tails: dict[TailKey, SharedTail] = {}
 
 
-def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding) -> str:
-    return _rows([show(cluster, m, decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
+def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding, masker: Masker) -> str:
+    return _rows([show(cluster, masker.message(m), decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
 
 
 class TailConsumer(Rechecked):
@@ -300,14 +319,15 @@ class TailConsumer(Rechecked):
             await self._status(f"Cannot tail: {exc}")
             await self.close()
             return
-        self.key: TailKey = (self.cluster, self.topic, tuple(wanted), isolation)
+        masker = await database_sync_to_async(masker_for)(self.scope["user"], self.cluster, self.topic)
+        self.key: TailKey = (self.cluster, self.topic, tuple(wanted), isolation, masker)
         shared = _tails.get(self.key)
         if shared is None or not shared.current():
             decoding = await sync_to_async(decoding_for, thread_sensitive=False)(self.cluster, self.topic)
             shared = _tails.get(self.key)  # another browser may have started it meanwhile
             if shared is None or not shared.current():
                 shared = _tails[self.key] = SharedTail(
-                    self.cluster, Tail(conn, self.topic, wanted, isolation=isolation), decoding
+                    self.cluster, Tail(conn, self.topic, wanted, isolation=isolation), decoding, masker
                 )
                 shared.tail.start()
                 shared.pump = asyncio.get_running_loop().create_task(_pump(self.key, shared))
@@ -319,6 +339,15 @@ class TailConsumer(Rechecked):
         if isolation == "read_committed":
             self.where += " (read_committed: records show once their transaction commits)"
         await self.show_state()
+
+    async def changed_since_open(self) -> int | None:
+        """CLOSE_MASKING when the user's role changed what masking hides of this topic (the browser opens
+        the tail again, with the new role's masking)."""
+        if self.shared is None:
+            return None
+        user = (await fresh_scope(self.scope)).get("user")
+        masker = await database_sync_to_async(masker_for)(user, self.cluster, self.topic)
+        return CLOSE_MASKING if masker != self.shared.masker else None
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecking()
@@ -427,7 +456,9 @@ async def _push_forever(key: TailKey, shared: SharedTail) -> None:
         skipped = dropped + tail.discard() if len(batch) == TailConsumer.ROWS_PER_PUSH else dropped
         if not batch and not skipped:
             continue
-        rows = await sync_to_async(_tail_rows, thread_sensitive=False)(shared.cluster, batch, shared.decoding)
+        rows = await sync_to_async(_tail_rows, thread_sensitive=False)(
+            shared.cluster, batch, shared.decoding, shared.masker
+        )
         if shared.trouble and batch:
             # Messages came in, so the trouble last seen (up to CHECK_EVERY ago) may be over: a partition
             # said to have no leader just delivered. Ask again before saying it beside them.

@@ -11,6 +11,7 @@ from broker import messages
 from broker.connection import ClusterConnection
 from broker.decode import decode
 from broker.errors import InvalidInput
+from broker.masking import NO_MASKING, Masker
 from broker.messages import Message, ScanProgress
 from broker.query import MessageView, Query, QueryError, parse_query
 from broker.times import parse_time
@@ -122,10 +123,12 @@ def _header(raw: bytes | None) -> object:
         return raw
 
 
-def predicate_for(query: Query) -> Callable[[Message], bool]:
+def predicate_for(query: Query, masker: Masker = NO_MASKING) -> Callable[[Message], bool]:
+    """Whether a message matches ``query``, as the user is shown it: masked by ``masker``, so a search
+    cannot find what masking hides from the user."""
     if not query.source.strip():
         return lambda _m: True
-    return lambda m: query.matches(message_view(m))
+    return lambda m: query.matches(message_view(masker.message(m)))
 
 
 @dataclass
@@ -144,8 +147,11 @@ def run_search(
     cancel: threading.Event | None = None,
     on_progress: Callable[[ScanProgress], None] | None = None,
     on_match: Callable[[ShownMessage], None] | None = None,
+    masker: Masker = NO_MASKING,
 ) -> SearchResult:
     """Scan ``topic`` within ``spec``'s bounds; every match is shown (decoded) and passed to ``on_match``.
+    With ``masker`` (the user's: console.masking.masker_for), the query is matched against the masked
+    messages and the matches are shown masked.
 
     Raises QueryError, TopicNotFound, PartitionNotFound, ClusterUnavailable.
     """
@@ -175,14 +181,14 @@ def run_search(
         conn,
         topic,
         ranges,
-        predicate_for(query),
+        predicate_for(query, masker),
         max_scan=spec.max_scan,
         max_matches=spec.max_matches,
         cancel=cancel,
         on_progress=progress,
         isolation=spec.isolation,
     ):
-        shown = show(cluster, message, decoding)
+        shown = show(cluster, masker.message(message), decoding)
         result.shown.append(shown)
         held += message.size
         if on_match is not None:

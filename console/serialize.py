@@ -9,7 +9,9 @@ from django.http import HttpResponse
 from broker.decode import decode, wire_value
 from broker.errors import InvalidInput, NotFound
 from broker.logread import hidden_reason
+from broker.masking import masked_labels
 from broker.messages import Message
+from console.access import Forbidden
 from console.shown import Decoding, ShownMessage
 
 
@@ -40,6 +42,9 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
         "control": m.control,
         "producer_id": m.producer_id,
         "producer_epoch": m.producer_epoch,
+        # What masking hid from this user ("$.user.email", "key $.id", "~ card numbers"): the key, value and
+        # headers above are the masked ones.
+        "masked": list(masked_labels(m)),
         **kinds,
     }
 
@@ -50,6 +55,8 @@ def _header(name: str, raw: bytes | None) -> dict[str, Any]:
 
 
 CSV_COLUMNS = ["partition", "offset", "timestamp", "key_encoding", "key", "value_encoding", "value"]
+# The last column of a download for a user some masking rule covers the topic for.
+MASKED_COLUMN = "masked"
 
 
 def shown_json(shown: ShownMessage) -> dict[str, Any]:
@@ -58,9 +65,23 @@ def shown_json(shown: ShownMessage) -> dict[str, Any]:
     return {**message_json(shown.message), "key_kind": shown.key.kind, "value_kind": shown.value.kind}
 
 
-def csv_row(m: Message) -> list[Any]:
+def csv_row(m: Message, masked_column: bool = False) -> list[Any]:
+    """A download's row; with ``masked_column``, what masking hid, separated by "; ", last."""
     data = message_json(m)
-    return [data[column] for column in CSV_COLUMNS]
+    row = [data[column] for column in CSV_COLUMNS]
+    return [*row, "; ".join(data["masked"])] if masked_column else row
+
+
+def check_raw_download(m: Message, part: str) -> None:
+    """Raise Forbidden when masking hid something of ``m``'s ``part`` from this user: the raw bytes are
+    exactly what Kafka holds, so a masked part has none to give (the page and the API show it masked)."""
+    labels = masked_labels(m)
+    hidden = [x for x in labels if (x.startswith("key ") if part == "key" else not x.startswith(("key ", "header ")))]
+    if hidden:
+        raise Forbidden(
+            f"The raw {part} of offset {m.offset} of partition {m.partition} is not given to your role: masking "
+            f"hides {', '.join(hidden)} of it. The message's page and the API show it masked."
+        )
 
 
 def raw_download(m: Message, part: str, isolation: str = "read_uncommitted") -> HttpResponse:
@@ -70,6 +91,7 @@ def raw_download(m: Message, part: str, isolation: str = "read_uncommitted") -> 
     transaction marker, and when a consumer of ``isolation`` is not given the record."""
     if part not in ("key", "value"):
         raise InvalidInput(f"download must be key or value, not {part[:20]!r}.")
+    check_raw_download(m, part)
     hidden = hidden_reason(m, isolation)
     if hidden is not None:
         raise NotFound(f"Nothing to download: {hidden}")

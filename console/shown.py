@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from django.urls import reverse
 
 from broker.decode import AvroSchema, Decoded, SchemaError, decode, parse_avro_schema
+from broker.masking import masked_labels
 from broker.messages import Message
 from console.models import TopicSchema
 
@@ -32,6 +33,19 @@ class ShownMessage:
     url: str
     key_preview: str = ""
     value_preview: str = ""
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        """What masking hid of this message from the user it is shown to (see broker.masking)."""
+        return masked_labels(self.message)
+
+    @property
+    def key_masked(self) -> bool:
+        return any(label.startswith("key ") for label in self.masked)
+
+    @property
+    def value_masked(self) -> bool:
+        return any(not label.startswith(("key ", "header ")) for label in self.masked)
 
     @property
     def time_utc(self) -> str:

@@ -34,6 +34,7 @@ from console.forms import (
     form_errors,
 )
 from console.lag import verdicts
+from console.masking import masker_for
 from console.params import choice_param, int_param, time_param
 from console.search import run_search, search_spec_from
 from console.serialize import message_json, raw_download, shown_json
@@ -272,6 +273,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         isolation=messages.check_isolation(request.GET.get("isolation")),
     )
     decoding = decoding_for(cluster, topic)  # the topic's schemas, for each message's kind
+    masker = masker_for(request.user, cluster, topic)
     return {
         "topic": topic,
         "partition": partition,
@@ -285,7 +287,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
         "complete": page.complete,
         "next_offset": page.next_offset,
         "prev_offset": page.prev_offset,
-        "messages": [message_json(m, decoding) for m in page.messages],
+        "messages": [message_json(masker.message(m), decoding) for m in page.messages],
     }
 
 
@@ -293,11 +295,12 @@ def messages_page(request: HttpRequest, cluster: str, topic: str, partition: int
 @api_view
 def message(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> Any:
     found = messages.get_message(get_connection(cluster), topic, partition, offset)
+    shown = masker_for(request.user, cluster, topic).message(found.message)
     download = request.GET.get("download")
     if download is not None:
-        return raw_download(found.message, download, messages.check_isolation(request.GET.get("isolation")))
+        return raw_download(shown, download, messages.check_isolation(request.GET.get("isolation")))
     return {
-        **message_json(found.message, decoding_for(cluster, topic)),
+        **message_json(shown, decoding_for(cluster, topic)),
         "prev_offset": found.prev_offset,
         "next_offset": found.next_offset,
     }
@@ -315,7 +318,8 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
     except InputError as exc:
         raise InvalidInput(f"key: {exc}") from None
     partitioner = choice_param(request, "partitioner", CHOICES, "auto")
-    found = messages.find_by_key(get_connection(cluster), topic, key, partitioner)
+    masked = masker_for(request.user, cluster, topic).message
+    found = messages.find_by_key(get_connection(cluster), topic, key, partitioner, masked=masked)
     decoding = decoding_for(cluster, topic)
     return {
         "partitioner": found.partitioner,
@@ -336,7 +340,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
 @api_view
 def search(request: HttpRequest, cluster: str, topic: str) -> Any:
     spec = search_spec_from(request.GET)
-    result = run_search(get_connection(cluster), cluster, topic, spec)
+    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker_for(request.user, cluster, topic))
     return {
         "query": spec.query,
         "scanned": result.progress.scanned,

@@ -26,6 +26,7 @@ from broker.segments import (
 )
 from console.clusters import get_connection
 from console.errors import api_view, page_view
+from console.masking import masker_for
 from console.params import int_param
 
 INDEX_PAGE = 200
@@ -194,7 +195,15 @@ def _batch_json(batch: Any) -> dict[str, Any]:
     return {k: v for k, v in batch.as_dict().items() if k != "file"}
 
 
-def _record_json(record: Any) -> dict[str, Any]:
+def _masked_records(
+    request: HttpRequest, cluster: str, topic: str, records: list[Any]
+) -> list[tuple[Any, tuple[str, ...]]]:
+    """A batch's records as the user may see them (broker.masking), each with what masking hid of it."""
+    masker = masker_for(request.user, cluster, topic)
+    return [(r, ()) if r.is_control else masker.record(r) for r in records]
+
+
+def _record_json(record: Any, masked: tuple[str, ...] = ()) -> dict[str, Any]:
     key, value = wire_value(record.key), wire_value(record.value)
     return {
         "offset": record.offset,
@@ -209,6 +218,7 @@ def _record_json(record: Any) -> dict[str, Any]:
         "control_type": record.control_type,
         "coordinator_epoch": record.coordinator_epoch,
         "crc_valid": record.crc_valid,
+        "masked": list(masked),
     }
 
 
@@ -223,7 +233,10 @@ def batch_page(
 ) -> HttpResponse:
     log = _log(cluster, broker, topic, partition, base)
     batch, records, findings = logdirs.batch_records(log, position)
-    shown = [(r, decode(r.key, "auto", limit=2000), decode(r.value, "auto", limit=2000)) for r in records]
+    shown = [
+        (r, decode(r.key, "auto", limit=2000), decode(r.value, "auto", limit=2000), masked)
+        for r, masked in _masked_records(request, cluster, topic, records)
+    ]
     return render(
         request,
         "disks/batch.html",
@@ -250,7 +263,7 @@ def records_api(
     batch, records, findings = logdirs.batch_records(_log(cluster, broker, topic, partition, base), position)
     return {
         "batch": _batch_json(batch),
-        "records": [_record_json(r) for r in records],
+        "records": [_record_json(r, masked) for r, masked in _masked_records(request, cluster, topic, records)],
         "findings": [f.as_dict() for f in findings],
     }
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker import messages, topics
 from broker.decode import DECODINGS, SchemaError, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
+from broker.masking import Masker
 from broker.partitioners import CHOICES, PARTITIONERS
 from broker.query import describe_syntax
 from console import changes
@@ -24,10 +25,11 @@ from console.access import needs, perform
 from console.clusters import get_connection
 from console.errors import page_view, status_of
 from console.forms import ProduceForm, SchemaForm
+from console.masking import masker_for
 from console.models import TopicSchema
 from console.params import choice_param, int_param, time_param
 from console.search import SearchSpec, run_search, search_spec_from
-from console.serialize import CSV_COLUMNS, csv_row, message_json, raw_download
+from console.serialize import CSV_COLUMNS, MASKED_COLUMN, csv_row, message_json, raw_download
 from console.shown import DETAIL_LIMIT, decoding_for, show
 
 
@@ -62,7 +64,8 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
         from_end=request.GET.get("last") == "1",
         isolation=_isolation(request),
     )
-    shown = [show(cluster, m, decoding) for m in page.messages]
+    masker = masker_for(request.user, cluster, topic)
+    shown = [show(cluster, masker.message(m), decoding) for m in page.messages]
     keep = {"limit": str(limit), "key_as": decoding.key_as, "value_as": decoding.value_as}
     if page.isolation != "read_uncommitted":
         keep["isolation"] = page.isolation
@@ -89,7 +92,7 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
 def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:
     conn = get_connection(cluster)
     found = messages.get_message(conn, topic, partition, offset)
-    message = found.message
+    message = masker_for(request.user, cluster, topic).message(found.message)
     download = request.GET.get("download")
     if download is not None:
         return raw_download(message, download, _isolation(request))
@@ -138,7 +141,9 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             # Every partition: the search page reads them with progress and can be stopped.
             query = urlencode({"q": search_query, "start": "1"})
             return redirect(f"{reverse('topic-search', kwargs={'cluster': cluster, 'topic': topic})}?{query}")
-        found = messages.find_by_key(conn, topic, key, partitioner)
+        found = messages.find_by_key(
+            conn, topic, key, partitioner, masked=masker_for(request.user, cluster, topic).message
+        )
         decoding = _decoding(request, cluster, topic)
         context.update(
             found=found, shown=[show(cluster, m, decoding) for m in found.matches], search_query=search_query
@@ -165,15 +170,18 @@ def search(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     if request.GET.get("run") == "1" or request.GET.get("format"):
         spec = search_spec_from(request.GET)
         output = request.GET.get("format")
+        masker = masker_for(request.user, cluster, topic)
         if output in ("json", "csv"):
-            return _download(cluster, topic, spec, output)
-        result = run_search(conn, cluster, topic, spec)
+            return _download(cluster, topic, spec, output, masker)
+        result = run_search(conn, cluster, topic, spec, masker=masker)
         context.update(result=result)
     return render(request, "messages/search.html", context)
 
 
-def _download(cluster: str, topic: str, spec: SearchSpec, output: str) -> HttpResponse:
-    result = run_search(get_connection(cluster), cluster, topic, spec)
+def _download(cluster: str, topic: str, spec: SearchSpec, output: str, masker: Masker) -> HttpResponse:
+    """The search's matches as a file: masked as the user's pages show them (the CSV then ends with a
+    ``masked`` column)."""
+    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker)
     found = [s.message for s in result.shown]
     if output == "json":
         body = json.dumps(
@@ -191,8 +199,8 @@ def _download(cluster: str, topic: str, spec: SearchSpec, output: str) -> HttpRe
     else:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
-        writer.writerow(CSV_COLUMNS)
-        writer.writerows(csv_row(m) for m in found)
+        writer.writerow([*CSV_COLUMNS, MASKED_COLUMN] if masker.active else CSV_COLUMNS)
+        writer.writerows(csv_row(m, masker.active) for m in found)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{topic}-search.{output}"'
     return response
