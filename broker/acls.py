@@ -92,6 +92,22 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "USER": ("CREATE_TOKENS", "DESCRIBE_TOKENS"),
 }
 RESOURCE_TYPES = tuple(OPERATIONS)
+# Every operation an ACL can name, the everyday ones first.
+ALL_OPERATIONS = (
+    "READ",
+    "WRITE",
+    "DESCRIBE",
+    "CREATE",
+    "DELETE",
+    "ALTER",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+    "CLUSTER_ACTION",
+    "IDEMPOTENT_WRITE",
+    "CREATE_TOKENS",
+    "DESCRIBE_TOKENS",
+    "ALL",
+)
 PATTERN_TYPES = ("LITERAL", "PREFIXED")
 PERMISSIONS = ("ALLOW", "DENY")
 CLUSTER_NAME = "kafka-cluster"

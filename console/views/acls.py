@@ -40,7 +40,7 @@ def _htmx(request: HttpRequest) -> bool:
 def _choices() -> dict[str, Any]:
     return {
         "resource_types": acls.RESOURCE_TYPES,
-        "operations": [*sorted({op for ops in acls.OPERATIONS.values() for op in ops}), "ALL"],
+        "operations": acls.ALL_OPERATIONS,
         "operations_for": acls.OPERATIONS,
         "pattern_types": ("LITERAL", "PREFIXED", "MATCH"),
         "permissions": acls.PERMISSIONS,
