@@ -18,8 +18,9 @@ decodes, what the search filter is matched against and what a download holds, so
 where hidden text leaves. A masked JSON document is written again as JSON (``json.dumps``; numbers
 and spacing may be written differently from the original); an unmasked part keeps its bytes exactly.
 A replacement has a fixed length (``••••`` by default), so a masked value does not tell how long the
-hidden one was. Avro values (binary on the wire) are matched by ``regex`` only, which corrupts the
-Avro encoding where it matches: the page then shows the masked bytes, never the hidden ones.
+hidden one was. Avro keys and values are masked as the document the topic's schema reads (a
+:func:`avro_reader` given to the Masker) and then written as JSON; without a schema they are bytes,
+matched by ``regex`` only.
 
 Every masking is reported by *label* so the pages can say what was masked: the concrete JSON path for
 a path (``$.items[0].card``), ``~ name`` for a rule's pattern, prefixed by ``key`` or
@@ -37,13 +38,14 @@ import fnmatch
 import json
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import regex
 
+from broker.decode import AvroSchema, decode
 from broker.errors import ConfigError
 from broker.logread import Message
 
@@ -384,6 +386,7 @@ def _regex_leaves(node: Any, pattern: Any, replacement: str) -> tuple[Any, int]:
 
 
 _NOT_JSON = object()
+NOT_READ = object()  # what a Reader gives for bytes it cannot read
 
 
 def _parse_json(text: str) -> Any:
@@ -394,34 +397,58 @@ def _parse_json(text: str) -> Any:
         return _NOT_JSON
 
 
-def mask_bytes(raw: bytes | None, rules: Sequence[MaskRule], prefix: str = "") -> tuple[bytes | None, list[str]]:
+Reader = Callable[[bytes], Any]  # bytes -> a JSON-like document, or NOT_READ
+
+
+def avro_reader(schema: AvroSchema) -> Reader:
+    """A reader of values written with ``schema`` (Confluent-framed or plain), as the pages decode them."""
+
+    def read(raw: bytes) -> Any:
+        decoded = decode(raw, "avro", schema, limit=0)
+        return decoded.data if decoded.kind == "avro" else NOT_READ
+
+    return read
+
+
+def _mask_document(document: Any, rules: Sequence[MaskRule], prefix: str) -> tuple[Any, list[str]]:
+    labels: list[str] = []
+    for rule in rules:
+        for steps in rule.steps:
+            document, found = apply_path(document, steps, rule.replacement)
+            labels.extend(prefix + f for f in found)
+        if rule.pattern is not None:
+            document, count = _regex_leaves(document, rule.pattern, rule.replacement)
+            if count:
+                labels.append(f"{prefix}~ {rule.name}")
+    return document, _unique(labels)
+
+
+def mask_bytes(
+    raw: bytes | None, rules: Sequence[MaskRule], prefix: str = "", reader: Reader | None = None
+) -> tuple[bytes | None, list[str]]:
     """``raw`` with ``rules`` applied (all of them: pick with :func:`rules_for`), and the labels of what was
-    masked, each starting with ``prefix`` (``"key "``). Unmasked bytes come back as they were."""
+    masked, each starting with ``prefix`` (``"key "``). Unmasked bytes come back as they were.
+
+    JSON is masked as a document. Bytes that are not JSON but that ``reader`` reads (Avro with the topic's
+    schema: :func:`avro_reader`) are masked as the document it gives, and then written as JSON (the page
+    shows the masked document as JSON instead of Avro). Anything else is text or bytes for ``regex``."""
     if raw is None or not raw or not rules:
         return raw, []
     try:
         text: str | None = bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    labels: list[str] = []
+    document = _NOT_JSON if text is None else _parse_json(text)
+    if document is _NOT_JSON and reader is not None:
+        document = reader(bytes(raw))
+        document = _NOT_JSON if document is NOT_READ else document
+    if document is not _NOT_JSON:
+        document, labels = _mask_document(document, rules, prefix)
+        if not labels:
+            return raw, []
+        return json.dumps(document, ensure_ascii=False).encode("utf-8"), labels
+    labels = []
     if text is not None:
-        document = _parse_json(text)
-        if document is not _NOT_JSON:
-            changed = False
-            for rule in rules:
-                for steps in rule.steps:
-                    document, found = apply_path(document, steps, rule.replacement)
-                    if found:
-                        changed = True
-                        labels.extend(prefix + f for f in found)
-                if rule.pattern is not None:
-                    document, count = _regex_leaves(document, rule.pattern, rule.replacement)
-                    if count:
-                        changed = True
-                        labels.append(f"{prefix}~ {rule.name}")
-            if not changed:
-                return raw, []
-            return json.dumps(document, ensure_ascii=False).encode("utf-8"), _unique(labels)
         for rule in rules:
             if rule.pattern is not None:
                 text, count = _sub(rule.pattern, text, rule.replacement)
@@ -454,15 +481,20 @@ def _unique(labels: Iterable[str]) -> list[str]:
 
 
 def mask_record(
-    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]], rules: Sequence[MaskRule]
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+    rules: Sequence[MaskRule],
+    key_reader: Reader | None = None,
+    value_reader: Reader | None = None,
 ) -> Masked:
     """A record's key, value and headers with each rule applied to the parts it names; ``labels`` empty
-    when nothing was masked."""
+    when nothing was masked. The readers read keys and values that are not JSON (see mask_bytes)."""
     labels: list[str] = []
     by_part = {part: [r for r in rules if part in r.parts] for part in PARTS}
-    new_key, found = mask_bytes(key, by_part["key"], "key ")
+    new_key, found = mask_bytes(key, by_part["key"], "key ", key_reader)
     labels += found
-    new_value, found = mask_bytes(value, by_part["value"])
+    new_value, found = mask_bytes(value, by_part["value"], "", value_reader)
     labels += found
     new_headers = list(headers)
     if by_part["headers"]:
@@ -490,16 +522,23 @@ class Masker:
     """The rules that apply to one topic for one user (:func:`rules_for`); no rules, nothing is masked."""
 
     rules: tuple[MaskRule, ...] = ()
+    # Readers of keys and values that are not JSON (Avro with the topic's schemas): see mask_bytes. Not
+    # compared: two maskers of the same rules mask alike.
+    key_reader: Reader | None = dataclasses.field(default=None, compare=False)
+    value_reader: Reader | None = dataclasses.field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
         return bool(self.rules)
 
+    def _mask(self, record: Any) -> Masked:
+        return mask_record(record.key, record.value, record.headers, self.rules, self.key_reader, self.value_reader)
+
     def message(self, message: Message) -> Message:
         """``message`` itself when nothing is masked, else a MaskedMessage (a marker row stays as it is)."""
         if not self.rules or message.control is not None:
             return message
-        masked = mask_record(message.key, message.value, message.headers, self.rules)
+        masked = self._mask(message)
         if not masked.labels:
             return message
         fields = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
@@ -512,7 +551,7 @@ class Masker:
         if not self.rules:
             return record, ()
         r: Any = record
-        masked = mask_record(r.key, r.value, r.headers, self.rules)
+        masked = self._mask(r)
         if not masked.labels:
             return record, ()
         return dataclasses.replace(r, key=masked.key, value=masked.value, headers=masked.headers), masked.labels

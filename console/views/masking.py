@@ -11,11 +11,11 @@ from django.views.decorators.http import require_GET
 
 from broker import messages
 from broker.errors import InvalidInput
-from broker.masking import ROLE_LEVELS, Masker, MaskRule, masked_labels, rules_for
+from broker.masking import ROLE_LEVELS, MaskRule, masked_labels
 from console.access import ADMIN, Forbidden, role_of
 from console.clusters import get_connection
 from console.errors import api_view, page_view
-from console.masking import get_rules
+from console.masking import get_rules, masker_for_role
 from console.params import int_param
 from console.serialize import message_json
 from console.shown import DETAIL_LIMIT, decoding_for, show
@@ -45,11 +45,10 @@ def _trial(request: HttpRequest, cluster: str) -> dict[str, Any] | None:
         raise InvalidInput("Give the offset of the record to try the rules on.")
     assert partition is not None
     found = messages.get_message(get_connection(cluster), topic, partition, offset)
-    rules = get_rules(cluster)
     decoding = decoding_for(cluster, topic)
     views = []
     for role in ROLE_LEVELS:
-        masker = Masker(rules_for(rules, cluster, topic, role))
+        masker = masker_for_role(cluster, topic, role)
         message = masker.message(found.message)
         views.append(
             {

@@ -10,6 +10,7 @@ import io
 import json
 from typing import Any
 
+import fastavro
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -265,3 +266,27 @@ def test_the_masking_page_lists_the_rules_for_admins_only(topic: str) -> None:
     assert get(viewer, "/api/clusters/local/masking/", 403).json()["error"] == "forbidden"
     assert get(viewer, "/clusters/local/masking/", 403).status_code == 403
     assert 'href="/clusters/local/masking/"' not in get(viewer, "/clusters/local/topics/").content.decode()
+
+
+def test_avro_values_are_masked_with_the_topics_schema(
+    kafka_cluster: launcher.ClusterLayout, clusters_reset: None, settings: Any
+) -> None:
+    name = create_topic(unique("avromask"), partitions=1, replication=1)
+    settings.KAZAMI_MASKING = parse_rules(json.dumps([{"topics": name, "paths": ["$.user"]}]))
+    fields = [{"name": "user", "type": "string"}, {"name": "ms", "type": "long"}]
+    schema = {"type": "record", "name": "View", "fields": fields}
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"user": "secret-user-42", "ms": 1234})
+    produce(name, [(b"k", b"\x00\x00\x00\x00\x07" + out.getvalue())], partition=0)
+    admin, viewer = logged_in("admin"), logged_in("viewer")
+    saved = admin.post(f"/clusters/local/topics/{name}/schema/", {"part": "value", "schema": json.dumps(schema)})
+    assert saved.status_code == 302
+    for value_as in ("auto", "avro", "hex", "text"):
+        html = get(viewer, f"/clusters/local/topics/{name}/partitions/0/offsets/0/", value_as=value_as)
+        assert "secret-user-42" not in html.content.decode(), value_as
+    [message] = get(viewer, f"/api/clusters/local/topics/{name}/partitions/0/messages").json()["messages"]
+    assert json.loads(message["value"]) == {"user": DEFAULT_REPLACEMENT, "ms": 1234}
+    assert message["masked"] == ["$.user"]
+    assert get(viewer, f"/api/clusters/local/topics/{name}/search/", q='value contains "secret"').json()["matched"] == 0
+    whole = get(admin, f"/clusters/local/topics/{name}/partitions/0/offsets/0/", value_as="avro").content.decode()
+    assert "secret-user-42" in whole

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 from pathlib import Path
 
+import fastavro
 import pytest
 
+from broker.decode import decode, parse_avro_schema
 from broker.errors import ConfigError
 from broker.logread import Message
 from broker.masking import (
@@ -16,6 +20,7 @@ from broker.masking import (
     Masker,
     MaskRule,
     apply_path,
+    avro_reader,
     load_rules,
     mask_bytes,
     mask_record,
@@ -199,3 +204,29 @@ paths = ["$..password"]
     )
     with pytest.raises(ConfigError, match=r"\[clusters.prod\].*names cluster 'x'"):
         load_rules("", str(file), "local")
+
+
+def test_avro_values_are_masked_as_the_document_the_pages_show() -> None:
+    schema = parse_avro_schema(
+        json.dumps(
+            {
+                "type": "record",
+                "name": "User",
+                "fields": [{"name": "email", "type": "string"}, {"name": "n", "type": "long"}],
+            }
+        )
+    )
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema.parsed, {"email": "e@x.org", "n": 3})
+    framed = b"\x00" + struct.pack(">I", 7) + out.getvalue()
+    assert decode(framed, "auto", schema).kind == "avro"
+    rule = MaskRule(name="e", paths=("$.email",))
+    new, labels = mask_bytes(framed, [rule], reader=avro_reader(schema))
+    assert labels == ["$.email"]
+    assert json.loads(new or b"") == {"email": R, "n": 3}
+    assert mask_bytes(framed, [MaskRule(name="other", paths=("$.nobody",))], reader=avro_reader(schema)) == (
+        framed,
+        [],
+    )
+    assert mask_bytes(framed, [rule]) == (framed, [])  # without the schema, a path cannot reach into Avro
+    assert mask_bytes(b"\xff\xfe not avro", [rule], reader=avro_reader(schema)) == (b"\xff\xfe not avro", [])
