@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 CLOSE_UNKNOWN = 4404
 CLOSE_LOGIN = 4401  # no session: log in first
 CLOSE_FORBIDDEN = 4403  # logged in without the viewer role
-CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked differently: open it again
+CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked differently: reload to tail again
 
 
 async def refusal(scope: dict[str, Any]) -> int | None:
@@ -341,13 +341,16 @@ class TailConsumer(Rechecked):
         await self.show_state()
 
     async def changed_since_open(self) -> int | None:
-        """CLOSE_MASKING when the user's role changed what masking hides of this topic (the browser opens
-        the tail again, with the new role's masking)."""
+        """CLOSE_MASKING when the user's role changed what masking hides of this topic, after saying so (a
+        reload opens the tail again with the new role's masking)."""
         if self.shared is None:
             return None
         user = (await fresh_scope(self.scope)).get("user")
         masker = await database_sync_to_async(masker_for)(user, self.cluster, self.topic)
-        return CLOSE_MASKING if masker != self.shared.masker else None
+        if masker == self.shared.masker:
+            return None
+        await self._status("Your role changed what you may see of this topic: reload the page to tail it again.")
+        return CLOSE_MASKING
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecking()

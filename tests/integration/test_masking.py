@@ -188,13 +188,17 @@ def test_a_tail_closes_when_its_user_is_given_a_role_that_sees_it_masked(topic: 
         assert (await ws.connect())[0]
         await ws.receive_from(timeout=15)
         await database_sync_to_async(set_role)(user, "viewer")
+        said = []
         while True:
             output: dict[str, Any] = await ws.receive_output(timeout=10)
             if output["type"] == "websocket.close":
                 await ws.disconnect()  # as a browser answers the close: the shared reader stops
-                return output
+                return {**output, "said": "".join(said)}
+            said.append(output.get("text", ""))
 
-    assert async_to_sync(scenario)()["code"] == 4409  # the browser opens it again, masked
+    closed = async_to_sync(scenario)()
+    assert closed["code"] == 4409
+    assert "Your role changed what you may see of this topic" in closed["said"]
 
 
 def test_the_segment_pages_mask_records_for_a_viewer(topic: str) -> None:
