@@ -343,8 +343,10 @@ class ClusterConnection:
             silent = isinstance(failure, kafka.errors.RequestTimedOutError)
             if not silent:
                 self.reset(used[0] if used else None)
-            # Not when no broker could be reached: asking again would only double the wait.
-            if attempts > 0 and (silent or closed) and deadline - time.monotonic() > self.config.timeout:
+            # A client that had bootstrapped lost one broker's connection (it stopped): a new client asks
+            # the others. Not when no broker could be reached at all: asking again would double the wait.
+            reached = bool(used) and not isinstance(failure, _REFUSED)
+            if attempts > 0 and (silent or closed or reached) and deadline - time.monotonic() > self.config.timeout:
                 continue
             if silent:
                 raise ClusterUnavailable(

@@ -19,6 +19,7 @@ that are neither aborted nor open, below the LSO, and no marker: ``visible(m, "r
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Generator, Iterator
@@ -46,6 +47,17 @@ _LEADER_MOVED = (
     kafka.errors.UnknownLeaderEpochError,
     kafka.errors.LeaderNotAvailableError,
 )
+# The leader's connection refused or dropped: it stopped, and another broker leads (or will in a moment).
+_LEADER_AWAY = (kafka.errors.KafkaConnectionError, kafka.errors.NodeNotReadyError)
+# How often a read looks the partition's leader up again after it moved or went away, and how long it
+# waits before each new look (the controller needs a moment to elect another).
+LEADER_LOOKS = 3
+LEADER_PAUSE_S = 0.3
+
+
+class _LeaderGone(Exception):
+    """The broker a fetch was sent to no longer leads the partition or does not answer the connection.
+    Not a Kafka error, so ClusterConnection.call lets it through untouched (and keeps its client)."""
 
 
 @dataclass(frozen=True)
@@ -127,16 +139,20 @@ class PartitionLog:
 
     def _fetch(self, offset: int, isolation: int) -> _Fetched:
         """One fetch of up to FETCH_BYTES from ``offset``. Raises OffsetOutOfRange, TopicNotFound,
-        KafkaRefused (not allowed), ClusterUnavailable (no answer, or the leader moved twice)."""
-        for attempt in range(2):
+        KafkaRefused (not allowed), ClusterUnavailable (no answer, or no leader found after LEADER_LOOKS
+        looks: a broker stopping is one failover, not an unreachable cluster)."""
+        for look in range(LEADER_LOOKS + 1):
             try:
                 return self.conn.call(lambda admin: self._ask(admin, offset, isolation), "message read", retry=True)
-            except _LEADER_MOVED:
-                if attempt:
+            except _LeaderGone:
+                if look == LEADER_LOOKS:
                     break
-                self.leader = self._current_leader()
+                time.sleep(LEADER_PAUSE_S * (look + 1))
+                with contextlib.suppress(ClusterUnavailable):
+                    self.leader = self._current_leader()
         raise ClusterUnavailable(
-            f"Partition {self.partition} of {self.topic!r} changed leader while it was read; try again in a moment."
+            f"Partition {self.partition} of {self.topic!r} is changing leader (broker {self.leader} stopped or "
+            "moved it); try again in a moment."
         )
 
     def _ask(self, admin: KafkaAdminClient, offset: int, isolation: int) -> _Fetched:
@@ -162,13 +178,18 @@ class PartitionLog:
         async def ask() -> Any:
             return await admin._manager.send(request, node_id=self.leader, request_timeout_ms=wait_ms)
 
-        answer = admin._manager.run(ask)
+        try:
+            answer = admin._manager.run(ask)
+        except _LEADER_AWAY:
+            raise _LeaderGone() from None
         self.fetches += 1
         if getattr(answer, "error_code", 0):
             raise kafka.errors.for_code(answer.error_code)()
         data = answer.responses[0].partitions[0]
         if data.error_code:
             error = kafka.errors.for_code(data.error_code)
+            if issubclass(error, _LEADER_MOVED):
+                raise _LeaderGone()
             if error is kafka.errors.OffsetOutOfRangeError:
                 raise OffsetOutOfRange(offset)
             if error is kafka.errors.UnknownTopicOrPartitionError:
