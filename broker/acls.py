@@ -377,6 +377,9 @@ class AuthorizerSettings:
     super_users: tuple[str, ...] = ()
     allow_if_no_acl: bool = False
     known: bool = True  # False when they could not be read (the page says so)
+    # Those Kafka did not show: the authorizer's own settings are not KafkaConfig's, so DescribeConfigs marks
+    # them sensitive and leaves their value out (super.users always, once set in the file).
+    hidden: tuple[str, ...] = ()
 
 
 def _principal_matches(rule: AclBinding, principal: str) -> bool:
@@ -717,9 +720,26 @@ def do_delete_acls(conn: ClusterConnection, bindings: Sequence[AclBinding]) -> l
     return conn.call(delete, "ACL deletion")
 
 
+def settings_from_configs(raw: Mapping[str, Mapping[str, Any]]) -> AuthorizerSettings:
+    """AuthorizerSettings from describe_configs' entries of one broker (pure): a value Kafka hides (sensitive)
+    or leaves out is named in ``hidden``; allow.everyone.if.no.acl.found then counts as its default, false."""
+    hidden = []
+    values: dict[str, str] = {}
+    for key in ("super.users", "allow.everyone.if.no.acl.found"):
+        entry = raw.get(key) or {}
+        if entry.get("value") is None and (entry.get("is_sensitive") or not entry):
+            if entry:
+                hidden.append(key)
+            continue
+        values[key] = str(entry.get("value") or "")
+    supers = tuple(s.strip() for s in values.get("super.users", "").split(";") if s.strip())
+    allow = values.get("allow.everyone.if.no.acl.found", "false").strip().lower() == "true"
+    return AuthorizerSettings(supers, allow, hidden=tuple(hidden))
+
+
 def get_authorizer_settings(conn: ClusterConnection) -> AuthorizerSettings:
-    """``super.users`` and ``allow.everyone.if.no.acl.found`` of one live broker (DescribeConfigs); unknown
-    (``known`` False) when they cannot be read."""
+    """``super.users`` and ``allow.everyone.if.no.acl.found`` of one live broker (DescribeConfigs), as far as
+    Kafka shows them; unknown (``known`` False) when they cannot be read."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
     from broker.connection import live_brokers
@@ -729,10 +749,8 @@ def get_authorizer_settings(conn: ClusterConnection) -> AuthorizerSettings:
         resource = ConfigResource(
             ConfigResourceType.BROKER, str(broker), configs=["super.users", "allow.everyone.if.no.acl.found"]
         )
-        raw = admin.describe_configs([resource]).get("broker", {}).get(str(broker), {})
-        supers = str((raw.get("super.users") or {}).get("value") or "")
-        allow = str((raw.get("allow.everyone.if.no.acl.found") or {}).get("value") or "false").lower() == "true"
-        return AuthorizerSettings(tuple(s.strip() for s in supers.split(";") if s.strip()), allow)
+        answer = admin.describe_configs([resource], config_filter="all")
+        return settings_from_configs(answer.get("broker", {}).get(str(broker), {}))
 
     try:
         return conn.call(ask, "authorizer settings", requests=2, retry=True)

@@ -114,6 +114,12 @@ def api_principal(request: HttpRequest, cluster: str, principal: str) -> dict[st
     return {
         "principal": who,
         "super_user": who in settings.super_users,
+        "authorizer": {
+            "super_users": list(settings.super_users),
+            "allow_everyone_if_no_acl_found": settings.allow_if_no_acl,
+            "hidden": list(settings.hidden),  # settings Kafka does not show (super.users: always)
+            "known": settings.known,
+        },
         "acls": [b.as_dict() for b in bindings if b.principal in (who, acls.WILDCARD_PRINCIPAL)],
         "rights": [r.as_dict() for r in rights],
     }

@@ -291,3 +291,17 @@ def test_the_salted_password_is_rfc_5802s() -> None:
         result = bytearray(a ^ b for a, b in zip(result, u, strict=True))
     assert got == bytes(result)
     assert len(scram.salted_password("SCRAM-SHA-512", "pencil", salt, 4096)) == 64
+
+
+def test_authorizer_settings_from_broker_configs() -> None:
+    shown = {
+        "super.users": {"value": "User:admin;User:ops", "is_sensitive": False},
+        "allow.everyone.if.no.acl.found": {"value": "true", "is_sensitive": False},
+    }
+    assert acls.settings_from_configs(shown) == AuthorizerSettings(("User:admin", "User:ops"), True)
+    # Kafka hides the authorizer's own settings (not KafkaConfig's) as sensitive.
+    hidden = {"super.users": {"value": None, "is_sensitive": True}}
+    settings = acls.settings_from_configs(hidden)
+    assert settings.hidden == ("super.users",)
+    assert settings.super_users == ()
+    assert not settings.allow_if_no_acl
