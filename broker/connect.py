@@ -356,7 +356,21 @@ class ConnectClient:
 
     def request(self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None) -> Any:
         """The decoded JSON answer (None for an empty one). Raises ConnectUnavailable, ClusterAuthFailed,
-        NotFound, AlreadyExists or ConnectRefused."""
+        NotFound, AlreadyExists or ConnectRefused. A request the worker refuses while its group rebalances
+        (as it does for a moment after a connector is created or deleted) is sent again, within the time-out,
+        unless it is a POST (which may have been done)."""
+        deadline = time.monotonic() + self.config.timeout
+        while True:
+            try:
+                return self._request_once(method, path, body, query)
+            except ConnectRefused as exc:
+                if method == "POST" or "rebalance" not in str(exc) or time.monotonic() + 0.25 > deadline:
+                    raise
+                time.sleep(0.25)
+
+    def _request_once(
+        self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+    ) -> Any:
         with _silent_lock:
             silent = _silent.get(self.config.url)
         if silent and silent[0] > time.monotonic():

@@ -95,7 +95,8 @@ def _detail_context(cluster: str, connect_name: str, name: str) -> dict[str, Any
     except KazamiError as exc:
         extra["offsets_error"] = str(exc)
     context.update(extra)
-    context["connector_class"] = (extra["config"] or {}).get("connector.class", "")
+    context["connector_class"] = str((extra["config"] or {}).get("connector.class", ""))
+    context["connector_class_short"] = context["connector_class"].rsplit(".", 1)[-1]
     context["actions"] = ACTIONS
     context["config_json"] = json.dumps(extra["config"] or {}, indent=2)
     context["offsets_json"] = json.dumps({"offsets": extra["offsets"] or []}, indent=2)

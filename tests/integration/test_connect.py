@@ -48,7 +48,7 @@ def _worker(method: str, path: str) -> Any:
     """Ask the worker directly (what the console shows is checked against this)."""
     request = urllib.request.Request(f"http://127.0.0.1:{CONNECT_PORT}{path}", method=method)
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - the test worker
             raw = answer.read()
     except OSError:
         return None
@@ -114,9 +114,7 @@ def append(path: Path, *lines: str) -> None:
         f.writelines(line + "\n" for line in lines)
 
 
-def test_a_file_source_runs_pauses_resumes_and_reads_again_after_an_offset_reset(
-    admin: Client, tmp_path: Path
-) -> None:
+def test_a_file_source_runs_pauses_resumes_and_reads_again_after_an_offset_reset(admin: Client, tmp_path: Path) -> None:
     topic = create_topic(unique("connect-lines"), partitions=1)
     name = unique("file-source")
     source = tmp_path / "lines.txt"
@@ -231,7 +229,8 @@ def test_a_config_the_worker_rejects_is_refused_per_field_and_nothing_is_created
     )
     assert page.status_code == 400
     html = page.content.decode()
-    assert 'data-field="tasks.max"' in html and "field-reason" in html
+    assert 'data-field="tasks.max"' in html
+    assert "field-reason" in html
     assert name not in _connectors()
 
     # Our own checks come before the worker's.
@@ -252,7 +251,8 @@ def test_secret_looking_values_are_masked_and_an_edit_keeps_them(admin: Client, 
     assert create(admin, name, config).status_code == 201
     for url in (f"{API}local/{name}/", f"{API}local/{name}/config/", f"/clusters/local/connectors/local/{name}/"):
         text = admin.get(url).content.decode()
-        assert "hunter2-secret" not in text and "pg-secret" not in text, url
+        assert "hunter2-secret" not in text, url
+        assert "pg-secret" not in text, url
         assert "********" in text, url
     assert "hunter2" not in json.dumps(list(AuditEntry.objects.filter(target=f"local/{name}").values("params")))
 
