@@ -61,6 +61,7 @@ def default_cluster_from_env() -> ClusterConfig:
         log_dir_roots=_log_dir_roots(os.environ.get("KAZAMI_LOG_DIRS")),
         zookeeper_writes=env_bool("ZOOKEEPER_WRITES", False),
         zookeeper_auth=os.environ.get("ZOOKEEPER_AUTH") or None,
+        zookeeper_acl=os.environ.get("ZOOKEEPER_ACL") or "open",
     )
 
 
@@ -112,6 +113,7 @@ def _cluster_from_table(name: str, table: Any, path: Path, timeout: float, max_a
         log_dir_roots=tuple(str(p) for p in table.get("log_dirs", [])),
         zookeeper_writes=_flag(name, table, "zookeeper_writes"),
         zookeeper_auth=zookeeper_auth or None,
+        zookeeper_acl=str(table.get("zookeeper_acl", "open")),
     )
 
 

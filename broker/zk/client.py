@@ -125,6 +125,9 @@ def _session(conn: ClusterConnection, address: str, deadline: float) -> _Session
     cluster's time-out (or at ``deadline``) without one."""
     name = conn.config.name
     auth = tuple(conn.config.zookeeper_auth_data())
+    sasl = conn.config.zookeeper_sasl_options()
+    if sasl is not None:  # the session itself authenticates: its identity is the user and password
+        auth = (("sasl", f"{sasl['username']}:{sasl['password']}"),)
     with _lock:
         session = _sessions.get(name)
         if session is None or session.address != address or session.auth != auth:
@@ -135,7 +138,8 @@ def _session(conn: ClusterConnection, address: str, deadline: float) -> _Session
                 timeout=SESSION_TIMEOUT,
                 # Reconnect at least once per time-out while ZooKeeper is away.
                 connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=conn.config.timeout),
-                auth_data=list(auth) or None,
+                auth_data=conn.config.zookeeper_auth_data() or None,
+                sasl_options=sasl,
             )
             session = _sessions[name] = _Session(address, auth, client, client.start_async())
     wait = min(conn.config.timeout, deadline - time.monotonic())

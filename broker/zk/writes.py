@@ -24,6 +24,7 @@ from kazoo.exceptions import (
     RolledBackError,
     RuntimeInconsistency,
 )
+from kazoo.security import ACL, CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
 from broker.config import ClusterConfig
 from broker.connection import ClusterConnection
@@ -221,6 +222,16 @@ def _version_now(calls: _Reads, path: str) -> int | None:
     return None if stat is None else int(stat.version)
 
 
+def new_node_acl(setting: str) -> list[ACL] | None:
+    """The ACL a created znode gets for the cluster's ``zookeeper_acl`` (None: ZooKeeper's open default).
+    ZooKeeper fills the creator's identity in from the session's credentials."""
+    if setting == "kafka":
+        return [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE]
+    if setting == "creator":
+        return list(CREATOR_ALL_ACL)
+    return None
+
+
 def create_node(conn: ClusterConnection, path: str, data: bytes) -> ZStat:
     """Create the persistent znode ``path`` holding ``data``; its stat. Raises ZooKeeperWritesOff,
     InvalidInput, ZNodeProtected, ZNodeExists, ZNodeNotFound (no parent), ZNodeNotWritable,
@@ -230,8 +241,9 @@ def create_node(conn: ClusterConnection, path: str, data: bytes) -> ZStat:
     check_data(data)
     calls = _calls(conn)
     keep = (NodeExistsError, NoNodeError, NoChildrenForEphemeralsError)
+    acl = new_node_acl(conn.config.zookeeper_acl)
     try:
-        _, stat = calls.wait(calls.client.create_async(path, data, include_data=True), path, True, keep)
+        _, stat = calls.wait(calls.client.create_async(path, data, acl=acl, include_data=True), path, True, keep)
     except NodeExistsError:
         raise ZNodeExists(f"{path} exists already: nothing was created.") from None
     except NoNodeError:

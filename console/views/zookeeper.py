@@ -176,6 +176,7 @@ def _writes(conn: ClusterConnection, node: Any, draft: dict[str, str] | None) ->
             refusals[op] = str(exc).replace(child_path(node.path, "x"), child_path(node.path, "…"))
     return {
         "on": config.zookeeper_writes and not config.read_only,
+        "acl": config.zookeeper_acl,
         "text": text,
         "refused": refusals,
         "warning": None if refusals["delete"] else check_delete(node.path),

@@ -56,7 +56,7 @@ def configure(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
     """The default cluster (``local``) configured from these environment variables from now on."""
     from console.clusters import reset_for_tests
 
-    for name in ("ZOOKEEPER_WRITES", "ZOOKEEPER_AUTH", "KAZAMI_READ_ONLY"):
+    for name in ("ZOOKEEPER_WRITES", "ZOOKEEPER_AUTH", "ZOOKEEPER_ACL", "KAZAMI_READ_ONLY"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -386,3 +386,36 @@ def test_a_znode_behind_a_digest_acl_is_read_only_with_the_clusters_credentials(
     assert "Auth(" in caplog.text  # the request that presented them was logged...
     assert ZK_PASSWORD not in caplog.text  # ...without them
     assert ZK_PASSWORD not in repr(get_configs()["local"])
+
+
+def test_znodes_the_console_creates_get_the_acl_the_cluster_asks_for(
+    scratch: str, zk: KazooClient, clusters_reset: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digest = f"digest:{ZK_USER}:{ZK_PASSWORD}"
+    admin = logged_in("admin")
+    wanted = {
+        "open": [("world", "anyone", "cdrwa")],
+        "kafka": [("digest", ZK_USER, "cdrwa"), ("world", "anyone", "r")],
+        "creator": [("digest", ZK_USER, "cdrwa")],
+    }
+    for setting, acl in wanted.items():
+        configure(monkeypatch, ZOOKEEPER_WRITES="1", ZOOKEEPER_AUTH=digest, ZOOKEEPER_ACL=setting)
+        path = f"{scratch}/{setting}"
+        assert change(admin, {"op": "create", "path": path, "data": setting}).status_code == 201
+        given = [
+            (a.id.scheme, a.id.id.split(":")[0], "".join(p[0].lower() for p in a.acl_list if p != "ALL") or "cdrwa")
+            for a in zk.get_acls(path)[0]
+        ]
+        assert sorted(given) == sorted(acl), setting
+        shown = node(admin, path)
+        assert {(a["scheme"], a["id"].split(":")[0]) for a in shown["acl"]} == {(s, i) for s, i, _ in acl}
+    html = admin.get(PAGE, {"path": scratch}).content.decode()
+    assert "ZOOKEEPER_ACL=creator" in html  # the create form says what a new znode gets
+    monkeypatch.delenv("ZOOKEEPER_AUTH")
+    monkeypatch.setenv("ZOOKEEPER_ACL", "creator")
+    from broker.errors import ConfigError
+    from console.clusters import reset_for_tests
+
+    reset_for_tests()
+    with pytest.raises(ConfigError, match="set ZOOKEEPER_AUTH"):
+        get_configs()
