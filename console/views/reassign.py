@@ -129,6 +129,33 @@ def api_elect(request: HttpRequest, cluster: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- page
 
 
+def _proposal(request: HttpRequest, cluster: str) -> reassignment.Proposal:
+    """The proposal a page's query asks for (``topics``, ``brokers`` repeated, ``replication_factor``)."""
+    return reassignment.propose(
+        get_connection(cluster),
+        _names(request.GET.get("topics", "")),
+        _ids(request.GET.getlist("brokers")),
+        int_param(request, "replication_factor", None, 1),
+    )
+
+
+@require_GET
+@page_view
+def plan_file(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The proposal of the query as a file in Kafka's reassignment JSON, for kafka-reassign-partitions
+    ``--execute`` or to import later; ``which=current``: today's assignment of the same partitions, the
+    file to roll back with."""
+    which = request.GET.get("which", "proposed")
+    if which not in ("proposed", "current"):
+        raise InvalidInput("which must be proposed or current.")
+    if not request.GET.get("topics") or not request.GET.getlist("brokers"):
+        raise InvalidInput("Name the topics and the brokers (topics=...&brokers=N&brokers=M).")
+    answer = _proposal(request, cluster).as_dict()["plan" if which == "proposed" else "current"]
+    response = HttpResponse(json.dumps(answer, indent=2) + "\n", content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{cluster}-reassignment-{which}.json"'
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 @page_view
 def page(request: HttpRequest, cluster: str) -> HttpResponse:
@@ -177,12 +204,10 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
             else:
                 raise InvalidInput("Unknown action.")
         elif context["topics_text"] and context["brokers_chosen"]:
-            factor = context["factor"]
-            proposal = reassignment.propose(
-                conn, _names(context["topics_text"]), _ids(context["brokers_chosen"]), int(factor) if factor else None
-            )
+            proposal = _proposal(request, cluster)
             context["proposal"] = proposal
             context["plan_text"] = json.dumps(reassignment.plan_json(proposal.plan()), indent=2)
+            context["plan_query"] = request.GET.urlencode()
         context["progress"] = reassignment.progress(conn, [])
     except KazamiError as exc:
         status, _ = status_of(exc)

@@ -68,6 +68,15 @@ def test_a_topic_moves_onto_other_brokers_with_a_throttle_and_nothing_is_lost(cl
     )
     too_wide = post(client, "reassignments/generate/", {"topics": [name], "brokers": [1, 2], "replication_factor": 5})
     assert too_wide.status_code == 400
+    # The same proposal as files of Kafka's JSON: the plan, and today's assignment to roll back with.
+    query = {"topics": name, "brokers": ["1", "2"]}
+    planned = client.get("/clusters/local/reassign/plan.json", query)
+    assert planned["Content-Disposition"] == 'attachment; filename="local-reassignment-proposed.json"'
+    assert planned.json() == body["plan"]
+    rollback = client.get("/clusters/local/reassign/plan.json", {**query, "which": "current"}).json()
+    assert [p["replicas"] for p in rollback["partitions"]] == [[0], [0]]
+    assert client.get("/clusters/local/reassign/plan.json", {**query, "replication_factor": "x"}).status_code == 400
+    assert client.get("/clusters/local/reassign/plan.json", {"topics": name}).status_code == 400
     duplicate = {"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [1, 1]}]}
     refused = post(client, "reassignments/execute/", {"plan": duplicate})
     assert (refused.status_code, "listed twice" in refused.json()["message"]) == (400, True)
@@ -100,6 +109,7 @@ def test_a_topic_moves_onto_other_brokers_with_a_throttle_and_nothing_is_lost(cl
     page = client.get("/clusters/local/reassign/", {"topics": name, "brokers": ["0", "1"]})
     assert page.status_code == 200
     assert 'id="proposal"' in page.content.decode()
+    assert f"plan.json?topics={name}&amp;brokers=0&amp;brokers=1" in page.content.decode()
 
 
 def test_preferred_leader_election_brings_leadership_back_after_a_failover(
