@@ -221,6 +221,12 @@ class FormField:
     secret: bool
 
     @property
+    def advanced(self) -> bool:
+        """One of Connect's own settings every connector has (errors, transforms, converters...), not the
+        plugin's: the form keeps them folded unless required."""
+        return bool(self.group) and self.group != "Common" and not self.required
+
+    @property
     def input_type(self) -> str:
         if self.secret or self.type == "PASSWORD":
             return "password"

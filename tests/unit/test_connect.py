@@ -113,6 +113,9 @@ def test_the_form_is_built_from_the_plugins_definition() -> None:
     assert by_name["batch.size"].input_type == "number"
     assert by_name["batch.size"].default == "2000"
     assert by_name["errors.tolerance.flag"].choices == ["true", "false"]
+    assert not by_name["topic"].advanced
+    folded = connect.form_fields([{"name": "errors.tolerance", "group": "Error Handling", "importance": "MEDIUM"}])
+    assert folded[-1].advanced
     name, config = connect.config_from_form(
         "org.x.FileSource", fields, {"name": "n", "topic": "t", "file": " ", "batch.size": "5"}
     )
