@@ -189,12 +189,16 @@ def do_set_password(
             raise NotFound(f"User {name!r} has no SCRAM credentials.")
         for mechanism in mechanisms:
             salt = os.urandom(32)
+            salted = salted_password(mechanism, password, salt, iterations)
+            # The salted password authenticates as well as the password does (SCRAM derives the client key from
+            # it): kafka-python's request log shows it as a bytes literal, masked like the password.
+            keep_out_of_logs(repr(salted)[2:-1])
             credential = upsert(
                 name=name,
                 mechanism=MECHANISMS[mechanism][0],
                 iterations=iterations,
                 salt=salt,
-                salted_password=salted_password(mechanism, password, salt, iterations),
+                salted_password=salted,
             )
             request = AlterUserScramCredentialsRequest(deletions=[], upsertions=[credential])
             _alter(admin, request, name, "store the credentials of")

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from broker import acls, scram
-from broker.errors import InvalidInput, KazamiError
+from broker.errors import InvalidInput, KazamiError, NotFound
 from console import acl_changes
 from console.access import guard
 from console.clusters import get_connection
@@ -155,8 +155,6 @@ def api_user(request: HttpRequest, cluster: str, name: str) -> dict[str, Any]:
         return {"deleted": name, "mechanisms": acl_changes.delete_scram_user(request, conn, cluster, name)}
     user = scram.get_user(conn, name)
     if user is None:
-        from broker.errors import NotFound
-
         raise NotFound(f"User {name!r} has no SCRAM credentials.")
     return user.as_dict()
 

@@ -7,6 +7,8 @@ password."""
 
 from __future__ import annotations
 
+import logging
+import re
 import secrets
 import time
 from pathlib import Path
@@ -117,8 +119,9 @@ def reads(cluster: AclCluster, user: str, password: str, topic: str, group: str)
 
 
 def test_a_scram_user_is_refused_then_allowed_by_a_console_acl_then_refused_after_its_deletion(
-    console: AclCluster, admin: Client
+    console: AclCluster, admin: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="kafka")
     name, password = unique("reader"), "pw-" + secrets.token_urlsafe(12)
     topic, group = unique("acl-orders"), unique("acl-billing")
     make_topic(console, topic, [b"order-1", b"order-2"])
@@ -137,6 +140,11 @@ def test_a_scram_user_is_refused_then_allowed_by_a_console_acl_then_refused_afte
         "credentials": [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}],
     } in listed
     assert password not in str(listed)
+    # The request that stored it is logged with the salted password masked (it authenticates like the password).
+    assert "AlterUserScramCredentials" in caplog.text
+    assert re.search(r"salted_password=b(\'\*\*\*\'|\"\*\*\*\")", caplog.text)
+    assert not re.search(r"salted_password=b[\'\"](?!\*\*\*)", caplog.text)
+    assert password not in caplog.text
 
     # No ACL: the authorizer refuses the new user.
     assert refused(console, name, password, topic, group).endswith("AuthorizationFailedError")
