@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import acls, scram
+from broker import acls, authorizer, scram
 from broker.errors import InvalidInput, KazamiError, NotFound
 from console import acl_changes
 from console.access import guard
@@ -109,8 +109,8 @@ def api_principal(request: HttpRequest, cluster: str, principal: str) -> dict[st
     host = acls.check_host(request.GET.get("host")) if request.GET.get("host") else None
     conn = get_connection(cluster)
     bindings = acls.list_acls(conn)
-    settings = acls.get_authorizer_settings(conn)
-    rights = acls.principal_rights(bindings, who, host if host != acls.WILDCARD else None, settings)
+    settings = authorizer.get_authorizer_settings(conn)
+    rights = authorizer.principal_rights(bindings, who, host if host != acls.WILDCARD else None, settings)
     return {
         "principal": who,
         "super_user": who in settings.super_users,
@@ -311,16 +311,16 @@ def principal_page(request: HttpRequest, cluster: str, principal: str) -> HttpRe
         host = acls.check_host(host_raw) if host_raw else None
         host = None if host == acls.WILDCARD else host
         bindings = acls.list_acls(conn)
-        settings = acls.get_authorizer_settings(conn)
+        settings = authorizer.get_authorizer_settings(conn)
         context.update(
             settings=settings,
             host=host,
             super_user=who in settings.super_users,
             own=[b for b in bindings if b.principal in (who, acls.WILDCARD_PRINCIPAL)],
-            rights=acls.principal_rights(bindings, who, host, settings),
+            rights=authorizer.principal_rights(bindings, who, host, settings),
         )
         if request.GET.get("check_type"):
-            kind = acls._choice(request.GET.get("check_type"), acls.RESOURCE_TYPES, "resource type")
+            kind = acls.check_choice(request.GET.get("check_type"), acls.RESOURCE_TYPES, "resource type")
             name = request.GET.get("check_name", "").strip() or (acls.CLUSTER_NAME if kind == "CLUSTER" else "")
             if not name:
                 raise InvalidInput("Name the resource to check.")
@@ -328,7 +328,7 @@ def principal_page(request: HttpRequest, cluster: str, principal: str) -> HttpRe
             ops = acls.OPERATIONS[kind] if operation == "ALL" else (operation,)
             context["check"] = {
                 "label": f"{kind.lower().replace('_', ' ')} {name}",
-                "decisions": {op: acls.decide(bindings, who, op, kind, name, host, settings) for op in ops},
+                "decisions": {op: authorizer.decide(bindings, who, op, kind, name, host, settings) for op in ops},
             }
     except acls.NoAuthorizer as exc:
         context["no_authorizer"] = str(exc)

@@ -9,8 +9,9 @@ import hmac
 
 import pytest
 
-from broker import acls, scram
-from broker.acls import AclBinding, AclFilter, AuthorizerSettings, decide
+from broker import acls, authorizer, scram
+from broker.acls import AclBinding, AclFilter
+from broker.authorizer import AuthorizerSettings, decide
 from broker.errors import InvalidInput
 
 
@@ -181,7 +182,7 @@ def test_a_principals_rights_per_pattern() -> None:
         deny("User:*", "READ", "TOPIC", "*"),
         allow("User:b", "WRITE", "TOPIC", "orders"),
     ]
-    rights = {(r.resource_type, r.resource_name): r for r in acls.principal_rights(rules, "User:a")}
+    rights = {(r.resource_type, r.resource_name): r for r in authorizer.principal_rights(rules, "User:a")}
     assert set(rights) == {("TOPIC", "orders"), ("GROUP", "billing"), ("TOPIC", "*")}
     # The wildcard deny of User:* applies to orders too: deny wins.
     assert rights[("TOPIC", "orders")].allowed == ["DESCRIBE"]
@@ -298,10 +299,10 @@ def test_authorizer_settings_from_broker_configs() -> None:
         "super.users": {"value": "User:admin;User:ops", "is_sensitive": False},
         "allow.everyone.if.no.acl.found": {"value": "true", "is_sensitive": False},
     }
-    assert acls.settings_from_configs(shown) == AuthorizerSettings(("User:admin", "User:ops"), True)
+    assert authorizer.settings_from_configs(shown) == AuthorizerSettings(("User:admin", "User:ops"), True)
     # Kafka hides the authorizer's own settings (not KafkaConfig's) as sensitive.
     hidden = {"super.users": {"value": None, "is_sensitive": True}}
-    settings = acls.settings_from_configs(hidden)
+    settings = authorizer.settings_from_configs(hidden)
     assert settings.hidden == ("super.users",)
     assert settings.super_users == ()
     assert not settings.allow_if_no_acl
