@@ -49,6 +49,9 @@ SECRET_IN_VALUE = re.compile(r"(?i)\b(password|passwd|pwd|secret|token)=([^;&\s]
 STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
 # How long a worker that did not answer is left alone, in its time-outs.
 SILENT_FOR = 3
+# Validation and changes may take a worker longer than a read (the first validation of a plugin loads its
+# classes; a change waits for the group's leader): they get this many time-outs.
+CHANGE_TIMEOUTS = 3
 
 
 class ConnectUnavailable(ClusterUnavailable):
@@ -365,17 +368,18 @@ class ConnectClient:
         NotFound, AlreadyExists or ConnectRefused. A request the worker refuses while its group rebalances
         (as it does for a moment after a connector is created or deleted) is sent again, within the time-out,
         unless it is a POST (which may have been done)."""
-        deadline = time.monotonic() + self.config.timeout
+        timeout = self.config.timeout * (1 if method == "GET" else CHANGE_TIMEOUTS)
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                return self._request_once(method, path, body, query)
+                return self._request_once(method, path, body, query, timeout)
             except ConnectRefused as exc:
                 if method == "POST" or "rebalance" not in str(exc) or time.monotonic() + 0.25 > deadline:
                     raise
                 time.sleep(0.25)
 
     def _request_once(
-        self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+        self, method: str, path: str, body: Any, query: list[tuple[str, str]] | None, timeout: float
     ) -> Any:
         with _silent_lock:
             silent = _silent.get(self.config.url)
@@ -391,21 +395,17 @@ class ConnectClient:
             headers["Authorization"] = f"Basic {token}"
         req = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) only
         try:
-            with urllib.request.urlopen(req, timeout=self.config.timeout, context=self._tls) as answer:  # noqa: S310
+            with urllib.request.urlopen(req, timeout=timeout, context=self._tls) as answer:  # noqa: S310
                 raw = answer.read()
         except urllib.error.HTTPError as exc:
             raise self._refusal(exc.code, exc.read()) from None
         except (TimeoutError, urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
-            what = (
-                f"did not answer within {self.config.timeout:g} s"
-                if timed_out
-                else f"cannot be reached ({_describe(reason)})"
-            )
+            what = f"did not answer within {timeout:g} s" if timed_out else f"cannot be reached ({_describe(reason)})"
             message = f"{self.where} {what}."
             if timed_out:
-                until = time.monotonic() + SILENT_FOR * self.config.timeout
+                until = time.monotonic() + SILENT_FOR * timeout
                 with _silent_lock:
                     _silent[self.config.url] = (until, message + " It is asked again shortly.")
             raise ConnectUnavailable(message) from None
@@ -497,7 +497,9 @@ def _status_document(client: ConnectClient, name: str) -> dict[str, Any]:
     except NotFound as exc:
         if "No status found" not in str(exc):
             raise
-        return {"name": name, "connector": {"state": "UNASSIGNED"}, "tasks": []}
+    # No status: just created (it exists) or just deleted (its status is not gone yet). Its config tells.
+    client.request("GET", f"/connectors/{_quote(name)}/config")
+    return {"name": name, "connector": {"state": "UNASSIGNED"}, "tasks": []}
 
 
 def get_connector(client: ConnectClient, name: str) -> Connector:

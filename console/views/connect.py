@@ -88,6 +88,9 @@ def _detail_context(cluster: str, connect_name: str, name: str) -> dict[str, Any
     try:
         extra["config"] = connect.mask_config(connect.get_raw_config(client, name))
         extra["topics"] = connect.get_topics(client, name)
+    except NotFound as exc:  # deleted a moment ago: the worker may still hold its last status
+        context.update(connector=None, gone=True, error=str(exc))
+        return context
     except KazamiError as exc:
         context["error"] = str(exc)
     try:

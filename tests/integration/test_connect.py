@@ -74,7 +74,9 @@ def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
 
 def create(client: Client, name: str, config: dict[str, Any]) -> Any:
     client.made.append(name)  # type: ignore[attr-defined]
-    return client.post(API, {"connect": "local", "name": name, "config": config}, content_type="application/json")
+    answer = client.post(API, {"connect": "local", "name": name, "config": config}, content_type="application/json")
+    assert answer.status_code in (201, 400), answer.content
+    return answer
 
 
 def status(client: Client, name: str) -> dict[str, Any]:
@@ -331,3 +333,67 @@ def test_a_worker_that_hangs_is_given_up_within_its_time_out(
             s.close()
         monkeypatch.undo()
         connect_settings.reset_for_tests()
+
+
+def test_offsets_of_a_stopped_connector_are_altered_and_it_goes_on_from_there(admin: Client, tmp_path: Path) -> None:
+    topic = create_topic(unique("connect-alter"), partitions=1)
+    name = unique("alter-source")
+    source = tmp_path / "in.txt"
+    append(source, "abc", "def")
+    config = {"connector.class": FILE_SOURCE, "file": str(source), "topic": topic}
+    assert create(admin, name, config).status_code == 201
+    until("both lines", lambda: record_count(topic) == 2)
+    assert admin.post(f"{API}local/{name}/stop/").status_code == 202
+    until("stopped", lambda: state_is(admin, name, "STOPPED"))
+
+    offsets = {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 4}}]}
+    altered = admin.patch(f"{API}local/{name}/offsets/", offsets, content_type="application/json")
+    assert altered.status_code == 200, altered.content
+    shown = until("the new offset", lambda: admin.get(f"{API}local/{name}/offsets/").json()["offsets"])
+    assert shown[0]["offset"] == {"position": 4}
+    assert admin.post(f"{API}local/{name}/resume/").status_code == 202
+    until("the second line read again", lambda: record_count(topic) == 3)
+    assert values(topic) == ["abc", "def", "def"]
+    bad = admin.patch(f"{API}local/{name}/offsets/", {"offsets": [{"offset": {}}]}, content_type="application/json")
+    assert bad.status_code == 400
+
+
+def test_the_connector_page_actions_work_as_plain_forms(admin: Client, tmp_path: Path) -> None:
+    topic = create_topic(unique("connect-page"), partitions=1)
+    name = unique("page-source")
+    config = {"connector.class": FILE_SOURCE, "file": str(tmp_path / "in.txt"), "topic": topic}
+    assert create(admin, name, config).status_code == 201
+    page = f"/clusters/local/connectors/local/{name}/"
+    action = page + "action/"
+    until("running", lambda: state_is(admin, name, "RUNNING"))
+
+    answer = admin.post(action, {"action": "pause"}, follow=True)
+    assert answer.status_code == 200
+    assert f"{name}: paused." in answer.content.decode()
+    until("paused", lambda: state_is(admin, name, "PAUSED"))
+
+    # From htmx: the fresh state in place, and the outcome out of band.
+    answer = admin.post(action, {"action": "resume"}, headers={"HX-Request": "true"})
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert 'id="connector-status"' in html
+    assert 'id="connector-flash" hx-swap-oob="true"' in html
+
+    # A reset on a running connector is refused with the reason; nothing changes.
+    answer = admin.post(action, {"action": "reset_offsets"}, follow=True)
+    assert "stop it first" in answer.content.decode()
+
+    # The config edited on the page, checked by the worker first.
+    edited = admin.post(page, {"config": json.dumps({**config, "tasks.max": "zero"})})
+    assert edited.status_code == 400
+    assert 'data-field="tasks.max"' in edited.content.decode()
+    assert admin.post(page, {"config": json.dumps({**config, "batch.size": "10"})}).status_code == 302
+    assert _worker("GET", f"/connectors/{name}/config")["batch.size"] == "10"
+
+    # Delete: the name must be typed.
+    assert "to delete it." in admin.post(action, {"action": "delete", "confirm": "x"}, follow=True).content.decode()
+    assert name in _connectors()
+    done = admin.post(action, {"action": "delete", "confirm": name})
+    assert done.status_code == 302
+    assert until("gone", lambda: name not in _connectors())
+    assert admin.get(page).status_code == 404
