@@ -12,6 +12,11 @@ and, from the moment the stop is asked, two observers poll until they see anothe
 Then the broker is started again and leadership moved back (preferred election) for the next round. The
 figures are the medians over the rounds, and their ratio (console / reference): under 1, the console
 sees the failover sooner.
+
+Each mode is measured twice: a clean stop (SIGTERM: the broker hands its leadership over before it
+goes) and a crash (SIGKILL: the cluster learns of it only when the broker's session expires, ZooKeeper's
+``zookeeper.session.timeout.ms`` or the KRaft controller's ``broker.session.timeout.ms``), where both
+observers wait for the same expiry and the ratio says whether the console adds anything to it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from broker.local import launcher
 from broker.replication import get_replication
 
 ROUNDS = 5
+KILLED_ROUNDS = 3
 TOPIC = "failover"
 POLL_S = 0.1
 MODES: dict[str, dict[str, Any]] = {
@@ -88,7 +94,7 @@ def _watch(see: Any, old: int, started: float, found: dict[str, float], name: st
         time.sleep(POLL_S)
 
 
-def _mode(mode: str, options: dict[str, Any], rounds: int) -> dict[str, Any]:
+def _mode(mode: str, options: dict[str, Any], rounds: int, killed_rounds: int) -> dict[str, Any]:
     data = BENCH_VAR / f"failover-{mode}"
     launcher.down(data, echo=lambda _: None)
     shutil.rmtree(data, ignore_errors=True)
@@ -97,17 +103,18 @@ def _mode(mode: str, options: dict[str, Any], rounds: int) -> dict[str, Any]:
     classpath = launcher.classpath(layout.kafka_version)
     conn = ClusterConnection(ClusterConfig(f"bench-{mode}", (bootstrap,), max_age=0, timeout=2.0))
     admin = KafkaAdminClient(bootstrap_servers=[bootstrap], request_timeout_ms=20_000)
-    console, reference = [], []
+    samples: dict[str, tuple[list[float], list[float]]] = {"": ([], []), "_killed": ([], [])}
     try:
         admin.create_topics([NewTopic(TOPIC, 1, 3)])
         admin.wait_for_topics([TOPIC], timeout_ms=30_000)
         time.sleep(2)
-        for _ in range(rounds):
+        for kill in [False] * rounds + [True] * killed_rounds:
+            console, reference = samples["_killed" if kill else ""]
             old = _leader_by_console(conn)
             assert old is not None, "the topic has no leader"
             found: dict[str, float] = {}
             started = time.monotonic()
-            deadline = started + 60
+            deadline = started + 90
             watchers = [
                 threading.Thread(
                     target=_watch, args=(lambda: _leader_by_console(conn), old, started, found, "console", deadline)
@@ -119,7 +126,7 @@ def _mode(mode: str, options: dict[str, Any], rounds: int) -> dict[str, Any]:
             ]
             for w in watchers:
                 w.start()
-            launcher.stop_broker(old, data, echo=lambda _: None)
+            launcher.stop_broker(old, data, echo=lambda _: None, kill=kill)
             for w in watchers:
                 w.join()
             console.append(found.get("console", float("nan")))
@@ -132,13 +139,21 @@ def _mode(mode: str, options: dict[str, Any], rounds: int) -> dict[str, Any]:
         admin.close()
         conn.close()
         launcher.down(data, echo=lambda _: None)
-    console_s, reference_s = statistics.median(console), statistics.median(reference)
-    return {
-        f"console_{mode}_median_s": round(console_s, 2),
-        f"reference_{mode}_median_s": round(reference_s, 2),
-        f"ratio_{mode}_console_to_reference": round(console_s / reference_s, 2),
-        f"samples_{mode}_s": {"console": [round(x, 2) for x in console], "reference": [round(x, 2) for x in reference]},
-    }
+    result: dict[str, Any] = {}
+    for how, (console, reference) in samples.items():
+        if not console:
+            continue
+        console_s, reference_s = statistics.median(console), statistics.median(reference)
+        result |= {
+            f"console_{mode}{how}_median_s": round(console_s, 2),
+            f"reference_{mode}{how}_median_s": round(reference_s, 2),
+            f"ratio_{mode}{how}_console_to_reference": round(console_s / reference_s, 2),
+            f"samples_{mode}{how}_s": {
+                "console": [round(x, 2) for x in console],
+                "reference": [round(x, 2) for x in reference],
+            },
+        }
+    return result
 
 
 def _wait_in_sync(conn: ClusterConnection, broker: int, timeout: float = 120) -> None:
@@ -151,9 +166,9 @@ def _wait_in_sync(conn: ClusterConnection, broker: int, timeout: float = 120) ->
     raise RuntimeError(f"broker {broker} did not come back in sync within {timeout:.0f} s")
 
 
-def run(rounds: int = ROUNDS) -> dict[str, Any]:
-    result: dict[str, Any] = {"rounds": rounds, "poll_s": POLL_S}
+def run(rounds: int = ROUNDS, killed_rounds: int = KILLED_ROUNDS) -> dict[str, Any]:
+    result: dict[str, Any] = {"rounds": rounds, "killed_rounds": killed_rounds, "poll_s": POLL_S}
     for mode, options in MODES.items():
-        result.update(_mode(mode, options, rounds))
+        result.update(_mode(mode, options, rounds, killed_rounds))
     write_result("failover", result)
     return result

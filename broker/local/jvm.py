@@ -135,7 +135,8 @@ def stop_pid(pid: int | None, timeout: float) -> None:
     if not pid_alive(pid):
         return
     assert pid is not None
-    os.kill(pid, signal.SIGTERM)
+    if timeout > 0:
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):
