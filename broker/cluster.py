@@ -159,6 +159,19 @@ def identify(admin: KafkaAdminClient, conn: ClusterConnection, cluster: dict[str
     return Identity(mode, version, features, zookeeper=zookeeper)
 
 
+def active_controller(admin: KafkaAdminClient, conn: ClusterConnection, cluster: dict[str, Any]) -> int | None:
+    """The active controller's id, with no more requests than needed: the one DescribeCluster names in
+    ZooKeeper mode, the quorum's leader on KRaft (DescribeQuorum; None when it does not answer)."""
+    if conn.mode() == KRAFT:
+        brokers = {b["broker_id"] for b in cluster.get("brokers", [])}
+        try:
+            return describe_quorum(admin, brokers).leader_id
+        except (*_SILENT, NotKRaft):
+            return None
+    named = cluster.get("controller_id")
+    return named if isinstance(named, int) and named >= 0 else None
+
+
 def _controller_settings(
     admin: KafkaAdminClient, conn: ClusterConnection, controller: int | None
 ) -> tuple[str | None, str | None]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 
-from broker.cluster import identify
+from broker.cluster import active_controller
 from broker.connection import ClusterConnection
 from broker.topics import min_isr_of
 
@@ -154,10 +154,9 @@ def get_replication(conn: ClusterConnection) -> Replication:
     def fetch(admin: KafkaAdminClient) -> Replication:
         cluster = admin.describe_cluster()
         topics = [t for t in admin.describe_topics() if not t.get("error_code")]
-        identity = identify(admin, conn, cluster)
-        controller = identity.controller if identity.mode == "kraft" else cluster.get("controller_id")
+        controller = active_controller(admin, conn, cluster)
         min_isr = min_isr_of(admin, conn, [t["name"] for t in topics])
-        return build_replication(cluster, topics, min_isr, controller if isinstance(controller, int) else None)
+        return build_replication(cluster, topics, min_isr, controller)
 
     return conn.reads.get(("replication",), lambda: conn.call(fetch, "replication", requests=5, retry=True))
 

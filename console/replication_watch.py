@@ -14,6 +14,7 @@ their details (``via``). KRaft clusters have no ZooKeeper: they are compared eve
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ from django.utils import timezone
 
 from broker.errors import KazamiError
 from broker.replication import Event, Replication, diff, get_replication
+from broker.zk.client import zookeeper_address
 from broker.zk.watch import RegistryWatch
 from console.clusters import get_configs, get_connection
 from console.models import ReplicationEvent
@@ -125,7 +127,10 @@ class _Watches:
                 self.drop(name)
         for name in names:
             conn = get_connection(name)
-            address = conn.zookeeper_connect if conn.mode() == "zookeeper" else None
+            address = None
+            if conn.mode() == "zookeeper":
+                with contextlib.suppress(KazamiError):  # learnt from the controller's settings if not configured
+                    address = zookeeper_address(conn)
             held = self._held.get(name)
             auth, sasl = tuple(conn.config.zookeeper_auth_data()), conn.config.zookeeper_sasl_options()
             if held is not None and (held.address, held.auth, held.sasl) == (address, auth, sasl):

@@ -47,6 +47,8 @@ def test_transactions_on_the_partition_page(console_url: str, page: Any, artifac
         assert page.locator("#msg-0-0 .tx").inner_text() == "committed"
         assert "abort marker" in page.locator("#msg-0-4").inner_text()
         assert "Last stable offset 5" in page.locator("#stable-offset").inner_text()
+        holder = page.locator("#stable-offset-producers").get_attribute("href") or ""
+        assert holder.endswith(f"/topics/{name}/partitions/0/producers/")  # which producer holds the LSO back
         page.screenshot(path=str(artifacts / "transactions-all.png"), full_page=True)
 
         # What a read_committed consumer sees: the committed records only, nothing from the LSO on.
