@@ -188,7 +188,7 @@ def test_a_tail_closes_when_its_user_is_given_a_role_that_sees_it_masked(topic: 
         assert (await ws.connect())[0]
         await ws.receive_from(timeout=15)
         await database_sync_to_async(set_role)(user, "viewer")
-        said = []
+        said: list[str] = []
         while True:
             output: dict[str, Any] = await ws.receive_output(timeout=10)
             if output["type"] == "websocket.close":
