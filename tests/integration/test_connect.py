@@ -56,9 +56,17 @@ def _worker(method: str, path: str) -> Any:
 
 
 def _connectors() -> list[str]:
-    found = _worker("GET", "/connectors")
-    assert found is not None, "the worker did not answer"
+    """The worker's connector names (asked again while it rebalances)."""
+    deadline = time.monotonic() + 20
+    while (found := _worker("GET", "/connectors")) is None:
+        assert time.monotonic() < deadline, "the worker did not list its connectors"
+        time.sleep(0.25)
     return list(found)
+
+
+def _config_on_worker(name: str) -> dict[str, str]:
+    """The connector's config as the worker has it (asked again while it rebalances after a change)."""
+    return dict(until("the worker's config", lambda: _worker("GET", f"/connectors/{name}/config"), timeout=20))
 
 
 def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
@@ -264,7 +272,7 @@ def test_secret_looking_values_are_masked_and_an_edit_keeps_them(admin: Client, 
         f"{API}local/{name}/config/", {"config": {**shown, "batch.size": "50"}}, content_type="application/json"
     )
     assert edited.status_code == 200, edited.content
-    raw = _worker("GET", f"/connectors/{name}/config")
+    raw = _config_on_worker(name)
     assert raw["database.password"] == "hunter2-secret"
     assert raw["connection.url"].endswith("password=pg-secret")
     assert raw["batch.size"] == "50"
@@ -388,7 +396,7 @@ def test_the_connector_page_actions_work_as_plain_forms(admin: Client, tmp_path:
     assert edited.status_code == 400
     assert 'data-field="tasks.max"' in edited.content.decode()
     assert admin.post(page, {"config": json.dumps({**config, "batch.size": "10"})}).status_code == 302
-    assert _worker("GET", f"/connectors/{name}/config")["batch.size"] == "10"
+    assert _config_on_worker(name)["batch.size"] == "10"
 
     # Delete: the name must be typed.
     assert "to delete it." in admin.post(action, {"action": "delete", "confirm": "x"}, follow=True).content.decode()
