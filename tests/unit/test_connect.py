@@ -3,13 +3,19 @@ definition, the worker's status and validation answers, the settings of Connect 
 
 from __future__ import annotations
 
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from broker import connect
 from broker.config import ConnectConfig
-from broker.errors import ConfigError, InvalidInput
+from broker.errors import ClusterAuthFailed, ConfigError, InvalidInput, NotFound
 from console import connect_settings
 
 
@@ -205,3 +211,79 @@ def test_bad_connect_settings_are_refused(kwargs: dict[str, object], message: st
     with pytest.raises(ConfigError, match=message) as caught:
         ConnectConfig(**{**base, **kwargs})
     assert "user:pw" not in str(caught.value)
+
+
+class _FakeWorker(BaseHTTPRequestHandler):
+    """A stand-in for a worker's REST API that checks basic auth and answers with canned errors."""
+
+    seen: ClassVar[list[str | None]] = []
+    rebalancing: ClassVar[list[int]] = [0]
+    paths: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Authorization"))
+        expected = "Basic " + base64.b64encode(b"kazami:right-pw").decode()
+        if self.headers.get("Authorization") != expected:
+            self._answer(401, {"error_code": 401, "message": "bad credentials for kazami:wrong-pw"})
+        elif self.path.startswith("/connectors/busy") and self.rebalancing[0] > 0:
+            self.rebalancing[0] -= 1
+            self._answer(
+                409, {"error_code": 409, "message": "Request cannot be completed because a rebalance is expected"}
+            )
+        elif self.path.startswith("/connectors?"):
+            self.paths.append(self.path)
+            status = {"connector": {"state": "RUNNING", "worker_id": "w"}, "tasks": [], "type": "source"}
+            self._answer(200, {n: {"status": {**status, "name": n}, "info": {"config": {}}} for n in "abc"})
+        elif self.path.startswith("/connectors/missing"):
+            self._answer(404, {"error_code": 404, "message": "Connector missing not found"})
+        else:
+            self._answer(200, {"ok": True})
+
+    def _answer(self, status: int, body: dict[str, object]) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_worker() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeWorker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_basic_auth_is_sent_and_a_refusal_says_so_without_the_password(fake_worker: str) -> None:
+    good = connect.ConnectClient(ConnectConfig("c", fake_worker, "kazami", "right-pw", timeout=2))
+    assert good.request("GET", "/connectors") == {"ok": True}
+    wrong = connect.ConnectClient(ConnectConfig("c", fake_worker, "kazami", "wrong-pw", timeout=2))
+    with pytest.raises(ClusterAuthFailed) as refused:
+        wrong.request("GET", "/connectors")
+    assert "refused the console's credentials (401)" in str(refused.value)
+    assert "wrong-pw" not in str(refused.value)
+    with pytest.raises(NotFound):
+        good.request("GET", "/connectors/missing/status")
+    # A worker that rebalances is asked again within the time-out.
+    _FakeWorker.rebalancing[0] = 2
+    assert good.request("GET", "/connectors/busy/status") == {"ok": True}
+
+
+def test_the_connectors_of_each_connect_cluster_come_in_one_request(fake_worker: str) -> None:
+    _FakeWorker.paths.clear()
+    clients = [connect.ConnectClient(ConnectConfig(n, fake_worker, "kazami", "right-pw")) for n in ("one", "two")]
+    found = connect.list_all(clients)
+    assert sorted((c.connect, c.name) for c in found.connectors) == [
+        (connect_name, name) for connect_name in ("one", "two") for name in "abc"
+    ]
+    assert _FakeWorker.paths == ["/connectors?expand=status&expand=info"] * 2
+    assert found.unanswered == {}
