@@ -79,12 +79,16 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@echo "  Kazami console: http://$(HOST):$(PORT)/   (Ctrl-C stops the console)"
 	@echo "  The Kafka cluster keeps running after Ctrl-C; stop it with: $(PY) -m broker.local $(CLUSTER_ARGS) down  (or $(MAKE_DOWN))"
 	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."
+	@echo "  Kafka Connect: a worker on http://127.0.0.1:8083 with the demo connector demo-file-source (a line a 2 s to topic"
+	@echo "  connect-demo-lines): http://$(HOST):$(PORT)/clusters/local/connectors/"
 	@echo "  Analytics: http://$(HOST):$(PORT)/clusters/local/analytics/ (topic page-views holds a day of web events; more with"
 	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow)."
 	@echo
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
-	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null' EXIT INT TERM; \
+	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.local $(CLUSTER_ARGS) demo-connector --feed > var/demo-connect.log 2>&1 & feed=$$!; fi; \
+	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null; [ -n "$$feed" ] && kill $$feed 2>/dev/null' EXIT INT TERM; \
+	KAFKA_CONNECT_URLS=$${KAFKA_CONNECT_URLS-local=http://127.0.0.1:8083} \
 	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft

@@ -67,7 +67,12 @@ def write_summary() -> None:
 def shared_cluster(command: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "broker.local", "--data", str(DATA), command]
-        + (["--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)] if command == "up" else []),
+        # The benchmarks measure the brokers: no Connect worker beside them.
+        + (
+            ["--no-connect", "--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)]
+            if command == "up"
+            else []
+        ),
         cwd=REPO,
         check=command == "up",
         capture_output=command == "down",

@@ -1,4 +1,5 @@
-"""How long `python -m broker.local up` takes: cold (new data folder) and warm (existing data).
+"""How long `python -m broker.local up` takes: cold (new data folder) and warm (existing data); the
+cluster alone (``--no-connect``: the Connect worker is not started, as in the figures before it existed).
 
 Reference in the same run: starting one broker alone (`start-broker`), the floor of any
 cluster start (one JVM to boot and register). The figure is up / one broker.
@@ -35,11 +36,22 @@ def run(rounds: int = 3) -> dict[str, Any]:
     for _ in range(rounds):
         cli("down")
         shutil.rmtree(DATA, ignore_errors=True)
-        cold.append(cli("up", "--brokers", "3", "--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)))
+        cold.append(
+            cli(
+                "up",
+                "--no-connect",
+                "--brokers",
+                "3",
+                "--zookeeper-port",
+                str(ZOOKEEPER_PORT),
+                "--base-port",
+                str(BASE_PORT),
+            )
+        )
         cli("stop-broker", "2")
         one_broker.append(cli("start-broker", "2"))
         down.append(cli("down"))
-        warm.append(cli("up"))
+        warm.append(cli("up", "--no-connect"))
     # Left running for the next benchmark; bench/__main__ stops it at the end.
     result = {
         "rounds": rounds,

@@ -50,6 +50,11 @@ class ClusterConfig:
     # Credentials the console's ZooKeeper session presents, as ``scheme:credential`` (``digest:user:password``):
     # kazoo's auth_data. A secret.
     zookeeper_auth: str | None = field(default=None, repr=False)
+    # The ACL of the znodes the console creates (ZOOKEEPER_ACL): "open" (anyone may do anything, ZooKeeper's
+    # default), "kafka" (the console's identity may do anything, anyone may read, as Kafka's brokers do
+    # with zookeeper.set.acl=true) or "creator" (only the console's identity). The last two need
+    # zookeeper_auth: the identity is the one it presents.
+    zookeeper_acl: str = "open"
 
     def __post_init__(self) -> None:
         check_cluster_config(self)
@@ -87,15 +92,30 @@ class ClusterConfig:
         """The secret values of this config (to keep out of logs)."""
         found = [self.sasl_password, self.ssl_password, self.zookeeper_auth]
         if self.zookeeper_auth:
-            found.append(self.zookeeper_auth.partition(":")[2])  # the credential alone, as a request carries it
+            scheme, _, credential = self.zookeeper_auth.partition(":")
+            found.append(credential)  # the credential alone, as a request carries it
+            if scheme in ("digest", "sasl"):
+                found.append(credential.partition(":")[2])  # and the password alone
         return tuple(s for s in found if s)
 
     def zookeeper_auth_data(self) -> list[tuple[str, str]]:
-        """kazoo's ``auth_data``: [(scheme, credential)], empty without zookeeper_auth."""
+        """kazoo's ``auth_data``: [(scheme, credential)], empty without zookeeper_auth or with SASL (which
+        authenticates the session itself, see zookeeper_sasl_options)."""
         if not self.zookeeper_auth:
             return []
         scheme, _, credential = self.zookeeper_auth.partition(":")
-        return [(scheme, credential)]
+        return [] if scheme == "sasl" else [(scheme, credential)]
+
+    def zookeeper_sasl_options(self) -> dict[str, str] | None:
+        """kazoo's ``sasl_options`` for ``sasl:user:password`` (DIGEST-MD5, the mechanism ZooKeeper's
+        DigestLoginModule serves); None otherwise."""
+        if not self.zookeeper_auth:
+            return None
+        scheme, _, credential = self.zookeeper_auth.partition(":")
+        if scheme != "sasl":
+            return None
+        username, _, password = credential.partition(":")
+        return {"mechanism": "DIGEST-MD5", "username": username, "password": password}
 
 
 # How each TLS setting is named in messages, unless the caller names them its own way (the console
@@ -222,14 +242,69 @@ def check_cluster_config(config: ClusterConfig) -> None:
             not ZOOKEEPER_SCHEME.match(scheme)
             or not colon
             or not credential
-            or (scheme == "digest" and ":" not in credential)
+            or (scheme in ("digest", "sasl") and not all(credential.partition(":")[::2]))
         ):
             # The value is a secret: the message says what is expected, never what was given.
             raise ConfigError(
                 f"{where}: the ZooKeeper credentials (ZOOKEEPER_AUTH, or the variable zookeeper_auth_env names) "
-                "are not scheme:credential, such as digest:user:password."
+                "are not scheme:credential, such as digest:user:password or sasl:user:password."
             )
+    if config.zookeeper_acl not in ZOOKEEPER_ACLS:
+        raise ConfigError(f"{where}: the ZooKeeper ACL (ZOOKEEPER_ACL) is one of {', '.join(ZOOKEEPER_ACLS)}.")
+    if config.zookeeper_acl != "open" and not config.zookeeper_auth:
+        raise ConfigError(
+            f"{where}: ZOOKEEPER_ACL={config.zookeeper_acl} gives the znodes the console creates to the identity its "
+            "ZooKeeper session presents: set ZOOKEEPER_AUTH (digest:user:password or sasl:user:password) too."
+        )
+
+
+ZOOKEEPER_ACLS = ("open", "kafka", "creator")
 
 
 def split_servers(value: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in value.split(",") if s.strip())
+
+
+CONNECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class ConnectConfig:
+    """One Kafka Connect cluster (its workers' REST API) beside a Kafka cluster. ``repr`` never shows the
+    password."""
+
+    name: str
+    url: str
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    # A CA file (PEM) to check an https worker's certificate against; without it, the system's CAs.
+    ssl_cafile: str | None = None
+    # False: an https worker's certificate is not checked (a test setup; never for production).
+    ssl_verify: bool = True
+    # Seconds any one request to the worker may take before it counts as not answering.
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        check_connect_config(self)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.password,) if self.password else ()
+
+
+def check_connect_config(config: ConnectConfig) -> None:
+    """Raise ConfigError naming the first bad field of ``config`` (never the password)."""
+    where = f"Connect cluster {config.name!r}"
+    if not CONNECT_NAME.match(config.name):
+        raise ConfigError(f"{where}: a Connect cluster name is letters, digits, '.', '-' or '_' (at most 63).")
+    if not re.match(r"^https?://[^\s/@]+(:\d{1,5})?(/[^\s]*)?$", config.url):
+        shown = "" if "@" in config.url else f" {_shown(config.url)}"  # user:password@ is not echoed
+        raise ConfigError(
+            f"{where}: the URL{shown} is not http(s)://host:port[/path] (basic auth goes in username and password)."
+        )
+    if (config.username is None) != (config.password is None):
+        raise ConfigError(f"{where}: basic auth needs both a username and a password.")
+    if config.ssl_cafile and not Path(config.ssl_cafile).is_file():
+        raise ConfigError(f"{where}: its CA file {_shown(config.ssl_cafile)} is not a file.")
+    if config.timeout <= 0:
+        raise ConfigError(f"{where}: the time-out must be positive.")

@@ -77,6 +77,21 @@ ACTIONS: dict[str, Action] = {
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
     "quotas.change": Action("reassign_partitions", "change client quotas"),
+    "acls.create": Action("reassign_partitions", "create ACLs"),
+    "acls.delete": Action("reassign_partitions", "delete ACLs"),
+    "scram.create": Action("reassign_partitions", "create SCRAM users"),
+    "scram.password": Action("reassign_partitions", "change SCRAM passwords"),
+    "scram.delete": Action("reassign_partitions", "delete SCRAM users"),
+    # Kafka Connect: operators run connectors (as they change topics and reset offsets); admins delete them.
+    "connect.create": Action("change_topics", "create connectors"),
+    "connect.config": Action("change_topics", "change connector configs"),
+    "connect.pause": Action("change_topics", "pause connectors"),
+    "connect.resume": Action("change_topics", "resume connectors"),
+    "connect.stop": Action("change_topics", "stop connectors"),
+    "connect.restart": Action("change_topics", "restart connectors and tasks"),
+    "connect.restart_failed": Action("change_topics", "restart failed connector tasks"),
+    "connect.offsets": Action("reset_offsets", "reset or alter connector offsets"),
+    "connect.delete": Action("delete_topics", "delete connectors"),
 }
 
 

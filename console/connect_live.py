@@ -2,8 +2,7 @@
 
 A fragment never raises for a worker that does not answer: it draws the note in place, so a live page
 says so while the worker is away and recovers when it is back. The two live views (``connectors`` and
-``connector``) join console.fragments.LIVE_FRAGMENTS when this module is imported (console.urls imports
-it through the views).
+``connector``) are in console.fragments.LIVE_FRAGMENTS with the others.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from broker.connect import ConnectClient
 from broker.errors import ClusterUnavailable, KazamiError, NotFound
 from console.clusters import get_configs
 from console.connect_settings import connect_config, connect_configs
-from console.fragments import LIVE_FRAGMENTS
 
 
 def client_for(cluster: str, name: str) -> ConnectClient:
@@ -76,7 +74,3 @@ def render_status(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string(
         "connect/_status.html", status_context(cluster, params.get("connect", ""), params.get("name", ""))
     )
-
-
-LIVE_FRAGMENTS.setdefault("connectors", render_connectors)
-LIVE_FRAGMENTS.setdefault("connector", render_status)

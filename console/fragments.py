@@ -20,6 +20,7 @@ from broker.kraft import NotKRaft, get_quorum
 from broker.replication import get_replication
 from console import jobs
 from console.clusters import get_connection
+from console.connect_live import render_connectors, render_status
 from console.lag import verdicts
 from console.listing import make_listing
 from console.models import AnalyticsJob
@@ -272,4 +273,6 @@ LIVE_FRAGMENTS = {
     "jobs": render_jobs,
     "job": render_job_status,
     "analytics-live": render_live,
+    "connectors": render_connectors,
+    "connector": render_status,
 }

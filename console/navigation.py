@@ -27,6 +27,8 @@ SECTIONS: list[Section] = [
     Section("topics", "Topics", "topic-list"),
     Section("groups", "Consumer groups", "group-list"),
     Section("transactions", "Transactions", "transaction-list"),
+    Section("acls", "ACLs", "acl-list"),
+    Section("connectors", "Connect", "connector-list"),
     Section("analytics", "Analytics", "analytics-home"),
 ]
 

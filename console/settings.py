@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from broker.errors import ConfigError
+from broker.masking import load_rules
 from console.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -186,6 +187,11 @@ KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minim
 # Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.
 KAZAMI_ANALYTICS_LIVE_TOPIC = env_str("KAZAMI_ANALYTICS_LIVE_TOPIC", "kazami.analytics.live")
 KAZAMI_ANALYTICS_LIVE_HOURS = env_float("KAZAMI_ANALYTICS_LIVE_HOURS", 24.0, minimum=0.1)
+# Data masking (broker/masking.py): KAZAMI_MASKING, a JSON list of rules, and the clusters file's
+# [[clusters.<name>.masking]] tables. A bad rule stops the console at start.
+KAZAMI_MASKING = load_rules(
+    env_str("KAZAMI_MASKING", ""), env_str("KAZAMI_CLUSTERS_FILE", ""), env_str("KAZAMI_CLUSTER_NAME", "local")
+)
 
 LOGGING = {
     "version": 1,

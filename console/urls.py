@@ -3,7 +3,10 @@ from __future__ import annotations
 from django.urls import path
 
 from console.views import access, analytics, api, disks, groups, messages, pages, reassign, topics, zookeeper
+from console.views import acls as acl_views
 from console.views import brokerconfigs as broker_config_views
+from console.views import connect as connect_views
+from console.views import masking as masking_views
 from console.views import quotas as quota_views
 from console.views import transactions as transaction_views
 
@@ -16,6 +19,7 @@ GROUP = CLUSTER + "groups/<path:group>/"
 BROKER = CLUSTER + "brokers/<int:broker>/"
 REPLICA = BROKER + "partitions/<str:topic>/<int:partition>/"
 SEGMENT = REPLICA + "segments/<int:base>/"
+CONNECTOR = CLUSTER + "connectors/<str:connect_name>/<str:name>/"
 
 urlpatterns = [
     path("", pages.index, name="index"),
@@ -30,7 +34,18 @@ urlpatterns = [
     path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
     path(CLUSTER + "replication/", pages.replication, name="replication"),
     path(CLUSTER + "reassign/", reassign.page, name="reassign"),
+    path(CLUSTER + "reassign/plan.json", reassign.plan_file, name="reassign-plan-file"),
     path(CLUSTER + "quotas/", quota_views.page, name="quotas"),
+    path(CLUSTER + "masking/", masking_views.page, name="masking"),
+    path(f"api/{CLUSTER}masking/", masking_views.api_rules, name="api-masking"),
+    # ACLs and SCRAM users
+    path(CLUSTER + "acls/", acl_views.acl_list, name="acl-list"),
+    path(CLUSTER + "acls/new/", acl_views.acl_new, name="acl-new"),
+    path(CLUSTER + "acls/delete/", acl_views.acl_delete, name="acl-delete"),
+    path(CLUSTER + "acls/export.csv", acl_views.acl_export, name="acl-export"),
+    path(CLUSTER + "acls/import/", acl_views.acl_import, name="acl-import"),
+    path(CLUSTER + "acls/principals/<path:principal>/", acl_views.principal_page, name="acl-principal"),
+    path(CLUSTER + "acls/users/", acl_views.users_page, name="acl-users"),
     path(CLUSTER + "embedded-brokers/", pages.broker_stop_start, name="broker-stop-start"),
     path(CLUSTER + "zookeeper/", zookeeper.zookeeper, name="zookeeper"),
     path(CLUSTER + "zookeeper/tree/", zookeeper.zookeeper_tree, name="zookeeper-tree"),
@@ -45,6 +60,7 @@ urlpatterns = [
     path(TOPIC + "configs/", topics.topic_configs, name="topic-configs"),
     path(TOPIC + "delete-records/", topics.topic_delete_records, name="topic-delete-records"),
     path(TOPIC + "delete/", topics.topic_delete, name="topic-delete"),
+    path(TOPIC + "acls/", acl_views.topic_acls, name="topic-acls"),
     # Messages
     path(PARTITION, messages.browse, name="messages-browse"),
     path(PARTITION + "offsets/<int:offset>/", messages.detail, name="message-detail"),
@@ -88,6 +104,28 @@ urlpatterns = [
     ),
     path(TOPIC + "analytics/<str:report>/", analytics.quick_job, name="topic-quick-job"),
     path(CLUSTER + "groups-lag-report/", analytics.lag_report_job, name="group-lag-report"),
+    # Kafka Connect
+    path(CLUSTER + "connectors/", connect_views.connector_list, name="connector-list"),
+    path(CLUSTER + "connectors-new/", connect_views.connector_new, name="connector-new"),
+    path(CLUSTER + "connect-plugins/", connect_views.plugins_page, name="connector-plugins"),
+    path(CONNECTOR, connect_views.connector_detail, name="connector-detail"),
+    path(CONNECTOR + "action/", connect_views.connector_action, name="connector-action"),
+    path(f"api/{CLUSTER}connectors/", connect_views.api_connectors, name="api-connectors"),
+    path(f"api/{CLUSTER}connect-plugins/", connect_views.api_plugins, name="api-connect-plugins"),
+    path(
+        f"api/{CLUSTER}connect-plugins/<str:connect_name>/<str:plugin>/config/",
+        connect_views.api_plugin_config,
+        name="api-connect-plugin-config",
+    ),
+    path(f"api/{CLUSTER}connect-validate/<str:connect_name>/", connect_views.api_validate, name="api-connect-validate"),
+    path(f"api/{CONNECTOR}", connect_views.api_connector, name="api-connector"),
+    path(f"api/{CONNECTOR}status/", connect_views.api_status, name="api-connector-status"),
+    path(f"api/{CONNECTOR}config/", connect_views.api_config, name="api-connector-config"),
+    path(f"api/{CONNECTOR}offsets/", connect_views.api_offsets, name="api-connector-offsets"),
+    path(
+        f"api/{CONNECTOR}tasks/<int:task>/restart/", connect_views.api_restart_task, name="api-connector-task-restart"
+    ),
+    path(f"api/{CONNECTOR}<str:action>/", connect_views.api_action, name="api-connector-action"),
     # JSON API
     path("api/clusters/", api.clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
@@ -106,6 +144,10 @@ urlpatterns = [
     path(f"api/{CLUSTER}reassignments/cancel/", reassign.api_cancel, name="api-reassign-cancel"),
     path(f"api/{CLUSTER}elections/", reassign.api_elect, name="api-elect"),
     path(f"api/{CLUSTER}quotas/", quota_views.api_quotas, name="api-quotas"),
+    path(f"api/{CLUSTER}acls/", acl_views.api_acls, name="api-acls"),
+    path(f"api/{CLUSTER}acls/principals/<path:principal>/", acl_views.api_principal, name="api-acl-principal"),
+    path(f"api/{CLUSTER}users/", acl_views.api_users, name="api-scram-users"),
+    path(f"api/{CLUSTER}users/<str:name>/", acl_views.api_user, name="api-scram-user"),
     path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
     path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
     path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),

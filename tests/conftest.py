@@ -26,6 +26,9 @@ ARTIFACTS = REPO / "var" / "test-artifacts"
 ZOOKEEPER_PORT = 12181 + 10 * SLOT
 BASE_PORT = 19092 + 10 * SLOT
 BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
+# The test cluster's Kafka Connect worker (started only by tests that need it: the connect_worker fixture).
+CONNECT_PORT = 18083 + 10 * SLOT
+CONNECT_URL = f"http://127.0.0.1:{CONNECT_PORT}"
 
 # Which cluster the session's tests run against: `zookeeper` (the default: Kafka 3.9 with ZooKeeper)
 # or `kraft` (Kafka 4 in KRaft mode, three brokers and three controllers of their own). `make test`
@@ -48,6 +51,11 @@ django_settings.KAZAMI_EMBEDDED_CLUSTER = str(CLUSTER_DATA)
 os.environ["KAFKA_BOOTSTRAP_SERVERS"] = BOOTSTRAP
 os.environ["ZOOKEEPER_CONNECT"] = "" if KRAFT else f"127.0.0.1:{ZOOKEEPER_PORT}"
 os.environ.pop("KAZAMI_CLUSTERS_FILE", None)
+# The console under test knows the worker whether it runs or not (pages say so when it does not).
+os.environ["KAFKA_CONNECT_URLS"] = f"local={CONNECT_URL}"
+# Clusters the tests start with `python -m broker.local up` get no Connect worker (it would take port 8083
+# and seconds of start); the tests that need one use the connect_worker fixture.
+os.environ["KAZAMI_EMBEDDED_CONNECT"] = "0"
 # Tests write with their own clients and read through the console at once: no shared answers kept
 # (broker/sharing.py). Tests of that sharing set max_age themselves.
 os.environ["KAZAMI_MAX_AGE"] = "0"
@@ -98,6 +106,19 @@ def kafka_cluster() -> Iterator[launcher.ClusterLayout]:
         yield layout
     finally:
         launcher.down(data, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def connect_worker(kafka_cluster: launcher.ClusterLayout) -> Iterator[str]:
+    """The test cluster's Kafka Connect worker (distributed mode, REST on CONNECT_PORT), started the first
+    time a test asks for it and stopped at the end of the session; yields its URL."""
+    from broker.local import connect
+
+    connect.start(CLUSTER_DATA, port=CONNECT_PORT, echo=lambda _: None)
+    try:
+        yield CONNECT_URL
+    finally:
+        connect.stop(CLUSTER_DATA, echo=lambda _: None)
 
 
 @pytest.fixture(scope="session")
@@ -156,3 +177,7 @@ def websocket_headers(client: Client | None = None) -> list[tuple[bytes, bytes]]
         (b"host", b"127.0.0.1:8888"),
         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
     ]
+
+
+# The ACL and SCRAM tests' secured cluster (with Kafka's authorizer), shared by their integration and browser modules.
+from tests.acl_cluster import acl_cluster  # noqa: E402, F401

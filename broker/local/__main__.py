@@ -1,17 +1,19 @@
 """Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``,
 ``stop-zookeeper`` / ``start-zookeeper`` to take ZooKeeper alone away and back, and on a KRaft cluster with
-separate controllers ``stop-controller N`` / ``start-controller N``."""
+separate controllers ``stop-controller N`` / ``start-controller N``; the Kafka Connect worker (broker/local/connect.py)
+with ``start-connect`` / ``stop-connect`` and ``demo-connector``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 
 from broker.errors import KazamiError
-from broker.local import launcher
+from broker.local import connect, launcher
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +55,19 @@ def main(argv: list[str] | None = None) -> int:
         default=launcher.DEFAULT_SASL_SSL_OFFSET,
         help=f"broker N's SASL_SSL port is base-port + N + this (default {launcher.DEFAULT_SASL_SSL_OFFSET})",
     )
+    up.add_argument("--no-connect", action="store_true", help="do not start the Kafka Connect worker")
+    up.add_argument(
+        "--connect-port",
+        type=int,
+        default=None,
+        help=f"the Connect worker's REST port, the first time (default {connect.DEFAULT_CONNECT_PORT})",
+    )
     sub.add_parser("status", help="print what runs now as JSON")
+    start_connect = sub.add_parser("start-connect", help="start the Kafka Connect worker (distributed mode)")
+    start_connect.add_argument("--connect-port", type=int, default=None)
+    sub.add_parser("stop-connect", help="stop the Kafka Connect worker")
+    demo = sub.add_parser("demo-connector", help="create the demo FileStreamSource connector on the worker")
+    demo.add_argument("--feed", action="store_true", help="then append a line to its file every 2 s until stopped")
     env = sub.add_parser(
         "secure-env", help="print `export` lines pointing the console at the SASL_SSL listener (password included)"
     )
@@ -61,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("stop-broker", "start-broker"):
         cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one broker")
         cmd.add_argument("broker_id", type=int, metavar="N")
+        if name == "stop-broker":
+            cmd.add_argument("--kill", action="store_true", help="SIGKILL it at once, as a crash (no clean shutdown)")
     for name in ("stop-controller", "start-controller"):
         cmd = sub.add_parser(name, help=f"{name.split('-')[0]} one separate KRaft controller (node id)")
         cmd.add_argument("node_id", type=int, metavar="N")
@@ -89,13 +105,28 @@ def main(argv: list[str] | None = None) -> int:
                 kraft=args.kraft,
                 controllers=args.controllers,
             )
+            # KAZAMI_EMBEDDED_CONNECT=0 (the test suite's setting) leaves the worker out as --no-connect does.
+            if not args.no_connect and os.environ.get("KAZAMI_EMBEDDED_CONNECT", "1") != "0":
+                try:
+                    connect.start(data or launcher.DEFAULT_DATA, port=args.connect_port)
+                except KazamiError as exc:  # the cluster is up; Connect is an extra that says what went wrong
+                    print(f"warning: the Kafka Connect worker did not start: {exc}", file=sys.stderr)
         elif args.command == "status":
             print(json.dumps(launcher.status(data), indent=2))
         elif args.command == "secure-env":
             for name, value in launcher.secure_env(data, args.mechanism).items():
                 print(f"export {name}={shlex.quote(value)}")
+        elif args.command == "start-connect":
+            connect.start(data or launcher.DEFAULT_DATA, port=args.connect_port)
+        elif args.command == "stop-connect":
+            if not connect.stop(data or launcher.DEFAULT_DATA):
+                print("The Connect worker is not running.")
+        elif args.command == "demo-connector":
+            connect.create_demo_connector(data or launcher.DEFAULT_DATA)
+            if args.feed:
+                connect.feed_demo(data or launcher.DEFAULT_DATA)
         elif args.command == "stop-broker":
-            launcher.stop_broker(args.broker_id, data)
+            launcher.stop_broker(args.broker_id, data, kill=args.kill)
         elif args.command == "start-broker":
             launcher.start_broker(args.broker_id, data)
         elif args.command == "stop-controller":

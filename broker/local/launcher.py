@@ -77,6 +77,7 @@ from broker.local.secure import (
     SecureListener,
     create_scram_credentials,
     ensure_sasl_users,
+    grant_secure_users,
     secure_listener,
     secure_listener_accepts,
 )
@@ -226,6 +227,7 @@ def up(
     if layout.secure:
         listener = secure_listener(layout)
         create_scram_credentials(layout, list(listener.users))
+        grant_secure_users(layout, list(listener.users))
         _wait(
             lambda: secure_listener_accepts(layout, listener),
             60,
@@ -461,6 +463,9 @@ def status(data: str | Path | None = None) -> dict[str, object]:
             }
             for n in layout.controller_ids
         ]
+    from broker.local import connect
+
+    found["connect"] = connect.status(layout.data)
     if layout.secure:
         certs = layout.certs
         found["sasl_ssl"] = {
@@ -497,17 +502,21 @@ def _check_broker_id(layout: ClusterLayout, broker_id: int) -> None:
         raise LauncherError(f"No broker {broker_id}: this cluster has brokers {layout.broker_ids}.")
 
 
-def stop_broker(broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print) -> None:
+def stop_broker(
+    broker_id: int, data: str | Path | None = None, echo: Callable[[str], None] = print, kill: bool = False
+) -> None:
     """Stop one broker (a clean, controlled shutdown; killed after 60 s) and wait until it is gone. In
-    combined KRaft mode that node's controller stops with it."""
+    combined KRaft mode that node's controller stops with it. ``kill``: SIGKILL at once, as a crash (the
+    cluster notices only when the broker's session expires; its logs are recovered at the next start)."""
     layout = _require_layout(data)
     _check_broker_id(layout, broker_id)
     pid = layout.pids.get(f"broker-{broker_id}")
     if not pid_alive(pid):
         echo(f"Broker {broker_id} is not running.")
         return
-    _stop_pid(pid, timeout=60)
-    echo(f"Broker {broker_id} stopped{' (and its controller)' if layout.combined else ''}.")
+    _stop_pid(pid, timeout=0 if kill else 60)
+    how = "killed" if kill else "stopped"
+    echo(f"Broker {broker_id} {how}{' (and its controller)' if layout.combined else ''}.")
 
 
 def start_broker(
@@ -608,6 +617,9 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if layout is None:
         echo("No cluster to stop.")
         return
+    from broker.local import connect
+
+    stopped_connect = connect.stop(layout.data, echo)  # before the brokers it needs to shut down cleanly
     running = [b for b in layout.broker_ids if pid_alive(layout.pids.get(f"broker-{b}"))]
     # All brokers get SIGTERM at once; the last ones skip the leader hand-over that has nowhere to go.
     _stop_together(layout, [f"broker-{b}" for b in running], echo)
@@ -620,7 +632,7 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if zookeeper_running:
         _stop_pid(layout.pids.get("zookeeper"), timeout=15)
         echo("ZooKeeper stopped.")
-    if not running and not controllers and not zookeeper_running:
+    if not running and not controllers and not zookeeper_running and not stopped_connect:
         echo("Nothing was running.")
     echo(f"Data kept in {layout.data}.")
 
