@@ -1,5 +1,5 @@
 """ACLs and SCRAM users: the pages and their JSON API (domain in broker/acls.py and broker/scram.py, audited
-changes in console/acl_changes.py)."""
+changes in console/changes/acls.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker import acls, authorizer, scram
 from broker.errors import InvalidInput, KazamiError, NotFound
-from console import acl_changes
 from console.access import guard
+from console.changes import acls as acl_changes
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 

@@ -1,5 +1,9 @@
 """Every change the console makes, as the page and the API both make it: checked, run and audited
-through console.access.perform, with what the audit log keeps of its parameters and result."""
+through console.access.perform, with what the audit log keeps of its parameters and result.
+
+This module holds the changes to Kafka itself (topics, records, groups, configs, quotas, reassignments,
+transactions) and to ZooKeeper; ``console.changes.acls`` those to ACLs and SCRAM users,
+``console.changes.connect`` those to Kafka Connect."""
 
 from __future__ import annotations
 
