@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,20 @@ from django.http import HttpRequest
 
 from broker.errors import InvalidInput
 from broker.times import parse_time
+
+
+def json_object(request: HttpRequest, forms: bool = False) -> dict[str, Any]:
+    """The JSON object a POST carries; with ``forms``, a form-encoded body is taken too (its fields, the
+    last value of each). Raises InvalidInput for a body that is not JSON or not an object."""
+    if forms and request.content_type != "application/json":
+        return dict(request.POST.items())
+    try:
+        data = json.loads(request.body or b"{}")
+    except ValueError as exc:
+        raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("The body must be a JSON object.")
+    return data
 
 
 def _values(source: HttpRequest | Mapping[str, Any]) -> Mapping[str, Any]:

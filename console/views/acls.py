@@ -19,18 +19,9 @@ from console.access import guard
 from console.changes import acls as acl_changes
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
+from console.params import json_object
 
 MAX_IMPORT_BYTES = 1024 * 1024
-
-
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.")
-    return data
 
 
 def _htmx(request: HttpRequest) -> bool:
@@ -74,7 +65,7 @@ def api_acls(request: HttpRequest, cluster: str) -> dict[str, Any]:
     conn = get_connection(cluster)
     if request.method == "POST":
         guard(request, "acls.create", cluster, "ACLs")  # 403 before the body is read
-        body = _json_body(request)
+        body = json_object(request)
         if body.get("helper"):
             bindings = acls.helper_bindings(str(body["helper"]), body)
         else:
@@ -133,7 +124,7 @@ def api_users(request: HttpRequest, cluster: str) -> dict[str, Any]:
     conn = get_connection(cluster)
     if request.method == "POST":
         guard(request, "scram.create", cluster, "SCRAM users")
-        body = _json_body(request)
+        body = json_object(request)
         user = _set_password(request, cluster, body, create=True)
         return {"created": user.as_dict()}
     return {"users": [u.as_dict() for u in scram.list_users(conn)]}
@@ -148,7 +139,7 @@ def api_user(request: HttpRequest, cluster: str, name: str) -> dict[str, Any]:
     name = scram.check_name(name)
     if request.method == "POST":
         guard(request, "scram.password", cluster, f"User:{name}")
-        body = {**_json_body(request), "name": name}
+        body = {**json_object(request), "name": name}
         return {"changed": _set_password(request, cluster, body, create=False).as_dict()}
     if request.method == "DELETE":
         guard(request, "scram.delete", cluster, f"User:{name}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from console.forms import (
 )
 from console.lag import verdicts
 from console.masking import masker_for
-from console.params import choice_param, int_param, time_param
+from console.params import choice_param, int_param, json_object, time_param
 from console.search import run_search, search_spec_from
 from console.serialize import message_json, raw_download, shown_json
 from console.shown import decoding_for
@@ -126,16 +125,8 @@ def health(request: HttpRequest) -> dict[str, Any]:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
-    """The JSON body of a POST (form-encoded bodies are accepted too); raises InvalidInput."""
-    if request.content_type == "application/json":
-        try:
-            data = json.loads(request.body or b"{}")
-        except ValueError as exc:
-            raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("The body must be a JSON object.")
-        return data
-    return dict(request.POST.items())
+    """The JSON object of a POST (a form-encoded body is taken too); raises InvalidInput."""
+    return json_object(request, forms=True)
 
 
 def _form(form_class: Any, request: HttpRequest, defaults: dict[str, str] | None = None, **kwargs: Any) -> Any:

@@ -16,6 +16,7 @@ from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
 from console import changes
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
+from console.params import json_object
 
 
 def _only(request: HttpRequest) -> str | None:
@@ -35,16 +36,6 @@ def _change_of(body: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     return chosen, delete
 
 
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.")
-    return data
-
-
 # ---------------------------------------------------------------- API
 
 
@@ -55,7 +46,7 @@ def api_cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     POST ``{"set": {...}, "delete": [...]}``: change the cluster default (admins)."""
     conn = get_connection(cluster)
     if request.method == "POST":
-        chosen, delete = _change_of(_json_body(request))
+        chosen, delete = _change_of(json_object(request))
         changes.alter_broker_configs(request, conn, cluster, None, chosen, delete)
     answer = brokerconfigs.get_broker_configs(conn)
     only, query = _only(request), request.GET.get("q", "")
@@ -73,7 +64,7 @@ def api_broker(request: HttpRequest, cluster: str, broker: int) -> dict[str, Any
     503 with the reason."""
     conn = get_connection(cluster)
     if request.method == "POST":
-        chosen, delete = _change_of(_json_body(request))
+        chosen, delete = _change_of(json_object(request))
         changes.alter_broker_configs(request, conn, cluster, broker, chosen, delete)
     [found] = brokerconfigs.get_broker_configs(conn, [broker]).brokers
     if found.error is not None:

@@ -21,6 +21,7 @@ from console.changes import connect as changes
 from console.connect_live import client_for, clients_of, connectors_context, status_context
 from console.connect_settings import connect_configs
 from console.errors import api_view, page_view, status_of
+from console.params import json_object
 
 DONE = {
     "pause": "paused",
@@ -38,16 +39,6 @@ ACTIONS = [
     ("restart", "Restart", ""),
     ("restart_failed", "Restart failed tasks", ""),
 ]
-
-
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.")
-    return data
 
 
 def _parse_json_text(text: str, what: str) -> Any:
@@ -276,7 +267,7 @@ def api_connectors(request: HttpRequest, cluster: str) -> Any:
     if request.method == "POST":
         guard(request, "connect.create", cluster, "connectors")
         _no_connect(cluster)
-        body = _json_body(request)
+        body = json_object(request)
         connect_name = str(body.get("connect") or next(iter(connect_configs(cluster))))
         name, config = _split_create_body(body)
         created = changes.create(request, cluster, client_for(cluster, connect_name), name, config)
@@ -320,7 +311,7 @@ def api_config(request: HttpRequest, cluster: str, connect_name: str, name: str)
     client = client_for(cluster, connect_name)
     if request.method != "GET":
         guard(request, "connect.config", cluster, f"{connect_name}/{name}")
-        body = _json_body(request)
+        body = json_object(request)
         config = body["config"] if isinstance(body.get("config"), dict) else body
         changes.update_config(request, cluster, client, name, config)
     return {"name": name, "connect": connect_name, "config": connect.mask_config(connect.get_raw_config(client, name))}
@@ -336,7 +327,7 @@ def api_offsets(request: HttpRequest, cluster: str, connect_name: str, name: str
         return {"message": changes.reset_offsets(request, cluster, client, name)}
     if request.method in ("PATCH", "POST"):
         guard(request, "connect.offsets", cluster, f"{connect_name}/{name}")
-        offsets = connect.parse_offsets(_json_body(request))
+        offsets = connect.parse_offsets(json_object(request))
         return {"message": changes.alter_offsets(request, cluster, client, name, offsets)}
     return {"name": name, "connect": connect_name, "offsets": connect.get_offsets(client, name)}
 
@@ -391,7 +382,7 @@ def api_plugin_config(request: HttpRequest, cluster: str, connect_name: str, plu
 @api_view
 def api_validate(request: HttpRequest, cluster: str, connect_name: str) -> Any:
     """The worker's verdict on a config: ``valid`` and ``fields`` (key -> reasons). Changes nothing."""
-    config = connect.check_config(_json_body(request).get("config", _json_body(request)))
+    config = connect.check_config(json_object(request).get("config", json_object(request)))
     errors = connect.validate(client_for(cluster, connect_name), config)
     return {"valid": not errors, "fields": errors}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,19 +16,10 @@ from console import changes
 from console.access import guard
 from console.clusters import get_connection
 from console.errors import api_view, page_view, status_of
+from console.params import json_object
 
 # The page's entity fields: form field -> entity type.
 _FIELDS = {"user": quotas.USER, "client_id": quotas.CLIENT_ID, "ip": quotas.IP}
-
-
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("The body must be a JSON object.")
-    return data
 
 
 def _api_change(body: dict[str, Any]) -> tuple[quotas.Entity, dict[str, Any], list[str]]:
@@ -85,7 +75,7 @@ def api_quotas(request: HttpRequest, cluster: str) -> dict[str, Any]:
 
 
 def _api_post(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    entity, set_values, remove = _api_change(_json_body(request))
+    entity, set_values, remove = _api_change(json_object(request))
     changed = changes.alter_quotas(request, get_connection(cluster), cluster, entity, set_values, remove)
     return {"entity": dict(entity), "label": changed.label, "set": dict(changed.items()), "removed": remove}
 

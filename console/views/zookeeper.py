@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 from urllib.parse import quote
 
@@ -51,7 +50,7 @@ from broker.zookeeper import zookeeper_serving
 from console import changes
 from console.clusters import get_connection
 from console.errors import api_view, json_error, page_view, status_of
-from console.params import choice_param, int_param
+from console.params import choice_param, int_param, json_object
 from console.views.topics import confirm_page, confirmed
 
 DECODINGS = ("auto", "json", "text", "hex")
@@ -294,15 +293,7 @@ def zookeeper_servers_api(request: HttpRequest, cluster: str) -> dict[str, Any]:
 
 def _body(request: HttpRequest) -> dict[str, Any]:
     """The JSON object of a POST (a form-encoded body is taken too); raises InvalidInput."""
-    if request.content_type == "application/json":
-        try:
-            body = json.loads(request.body or b"{}")
-        except ValueError as exc:
-            raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-        if not isinstance(body, dict):
-            raise InvalidInput("The body must be a JSON object.")
-        return body
-    return dict(request.POST.items())
+    return json_object(request, forms=True)
 
 
 def _data(body: dict[str, Any]) -> bytes:
