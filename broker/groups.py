@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.structs import OffsetAndMetadata
 
-from broker import kafka4
+from broker import classic_groups, kafka4
 from broker.connection import ClusterConnection, live_brokers
 from broker.errors import ClusterUnavailable, InvalidInput, KafkaRefused, KazamiError, NotFound
 from broker.logread import records_given
@@ -253,7 +253,7 @@ def _describe(admin: KafkaAdminClient, conn: ClusterConnection, typed: dict[str,
         of_type[kind if kind in (CONSUMER, SHARE) else CLASSIC].append(group_id)
     found: dict[str, _Described] = {}
     if of_type[CLASSIC]:
-        described = admin.describe_groups(of_type[CLASSIC])
+        described = classic_groups.describe_groups(admin, of_type[CLASSIC])
         for group_id in of_type[CLASSIC]:
             info = described.get(group_id) or {}
             found[group_id] = _Described(
@@ -549,7 +549,7 @@ def _one_group(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str, 
 def _type_of(admin: KafkaAdminClient, conn: ClusterConnection, group_id: str) -> str:
     """A group's type when no listing told it: a classic describe, then (on a cluster that has them) the
     KIP-848 consumer and share group describes, until one knows the group."""
-    info = admin.describe_groups([group_id]).get(group_id) or {}
+    info = classic_groups.describe_groups(admin, [group_id]).get(group_id) or {}
     if str(info.get("group_state") or "Dead") not in ("Dead", "Unknown") or conn.mode() != "kraft":
         return CLASSIC
     timeout_ms = int(conn.config.timeout * 1000)

@@ -405,3 +405,16 @@ def test_the_connector_page_actions_work_as_plain_forms(admin: Client, tmp_path:
     assert done.status_code == 302
     assert until("gone", lambda: name not in _connectors())
     assert admin.get(page).status_code == 404
+
+
+def test_the_workers_own_group_is_listed_and_described_beside_consumer_groups(admin: Client) -> None:
+    """A Connect worker's group (protocol type ``connect``) is not a consumer group: kafka-python decodes every
+    member as a consumer and failed the whole groups page once a worker ran; ours decodes consumers only."""
+    listed = admin.get("/api/clusters/local/groups/")
+    assert listed.status_code == 200, listed.content
+    ids = [g["group_id"] for g in listed.json()["groups"]]
+    assert local_connect.GROUP_ID in ids
+    one = admin.get(f"/api/clusters/local/groups/{local_connect.GROUP_ID}/")
+    assert one.status_code == 200, one.content
+    assert one.json()["state"] == "Stable"
+    assert admin.get(f"/clusters/local/groups/{local_connect.GROUP_ID}/").status_code == 200
