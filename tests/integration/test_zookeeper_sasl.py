@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.zookeeper("it starts a ZooKeeper of its own from the Kafka 3.9 jars"),
 ]
 
-SASL_PORT = ZOOKEEPER_PORT + 5
+SASL_PORT = ZOOKEEPER_PORT + 8  # +5 is the ACL suite's ZooKeeper (tests/acl_cluster.py)
 USER, PASSWORD = "kazami", "zk-sasl-pw-9f2"
 API = "/api/clusters/local/zookeeper/"
 
