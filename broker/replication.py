@@ -164,13 +164,24 @@ def get_replication(conn: ClusterConnection) -> Replication:
 # ---------------------------------------------------------------- events
 
 
+EVENT_KINDS = (
+    "broker_registered",
+    "broker_gone",
+    "controller_changed",
+    "leader_changed",
+    "isr_shrank",
+    "isr_expanded",
+    "topic_created",
+    "topic_deleted",
+)
+
+
 @dataclass(frozen=True)
 class Event:
     """One change between two snapshots."""
 
     at_ms: int
-    kind: str  # broker_registered, broker_gone, controller_changed, leader_changed, isr_shrank, isr_expanded,
-    # topic_created, topic_deleted
+    kind: str  # one of EVENT_KINDS
     text: str
     topic: str | None = None
     partition: int | None = None

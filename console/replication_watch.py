@@ -40,6 +40,13 @@ STALE_MS = 30_000
 # The last snapshot seen of each cluster, in this process.
 _last: dict[str, Replication] = {}
 _lock = threading.Lock()
+_LISTED_FIRST = {
+    "topic_created": 1,
+    "topic_deleted": 1,
+    "controller_changed": 2,
+    "broker_registered": 3,
+    "broker_gone": 3,
+}
 # After a ZooKeeper watch fired, the cluster is looked at again after these many seconds: the brokers'
 # metadata follows the registry by a moment (the controller sends it out).
 FOLLOW_UPS_S = (0.4, 1.2, 3.0)
@@ -63,6 +70,9 @@ def observe(cluster: str, via: str | None = None) -> list[Event]:
     events = diff(before, snapshot) if before is not None else []
     if via is not None:
         events = [replace(e, details={**e.details, "via": via}) for e in events]
+    # Stored last, so listed first among the events of one look (newest first): a broker stopping moves
+    # hundreds of partitions, and the broker's own event must not sink below them.
+    events.sort(key=lambda e: _LISTED_FIRST.get(e.kind, 0))
     if events:
         ReplicationEvent.objects.bulk_create(
             [
@@ -97,11 +107,21 @@ def prune(now: datetime | None = None) -> int:
     return deleted
 
 
-def events_of(cluster: str, since: datetime | None = None, limit: int = 200) -> list[ReplicationEvent]:
-    """The cluster's timeline, newest first."""
+def events_of(
+    cluster: str,
+    since: datetime | None = None,
+    limit: int = 200,
+    kinds: list[str] | None = None,
+    topic: str | None = None,
+) -> list[ReplicationEvent]:
+    """The cluster's timeline, newest first; only ``kinds`` and ``topic`` when given."""
     found = ReplicationEvent.objects.filter(cluster=cluster)
     if since is not None:
         found = found.filter(at__gt=since)
+    if kinds:
+        found = found.filter(kind__in=kinds)
+    if topic:
+        found = found.filter(topic=topic)
     return list(found.order_by("-at", "-id")[:limit])
 
 

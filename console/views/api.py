@@ -71,15 +71,23 @@ def replication(request: HttpRequest, cluster: str) -> dict[str, Any]:
 @require_GET
 @api_view
 def events(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    """The replication timeline, newest first; ``?since=`` (ISO or epoch ms) for what came after."""
+    """The replication timeline, newest first; ``?since=`` (ISO or epoch ms) for what came after, ``?kind=``
+    (repeated, or separated by commas) and ``?topic=`` to keep only those."""
+    from broker.replication import EVENT_KINDS
     from console import replication_watch
 
     get_connection(cluster)  # 404 for an unknown cluster
     since = time_param(request, "since")
+    kinds = [k for raw in request.GET.getlist("kind") for k in raw.split(",") if k]
+    unknown = sorted(set(kinds) - set(EVENT_KINDS))
+    if unknown:
+        raise InvalidInput(f"kind must be among {', '.join(EVENT_KINDS)}; not {', '.join(unknown)}.")
     found = replication_watch.events_of(
         cluster,
         since=datetime.fromtimestamp(since / 1000, tz=UTC) if since is not None else None,
         limit=int_param(request, "limit", 200, 1, 1000) or 200,
+        kinds=kinds or None,
+        topic=request.GET.get("topic") or None,
     )
     return {
         "events": [
