@@ -52,8 +52,9 @@ def _by_topic(disks: list[logdirs.BrokerDisks]) -> list[tuple[str, int]]:
 @page_view
 def logdirs_page(request: HttpRequest, cluster: str, broker: int | None = None) -> HttpResponse:
     disks = _disks(cluster, broker)
+    wanted = request.GET.get("q", "").strip()  # only the partitions of topics whose name holds it
     largest = sorted(
-        ((b.broker, d, r) for b in disks for d in b.log_dirs for r in d.replicas),
+        ((b.broker, d, r) for b in disks for d in b.log_dirs for r in d.replicas if wanted in r.topic),
         key=lambda t: (-t[2].size, t[2].topic, t[2].partition),
     )[:100]
     topics = _by_topic(disks)
@@ -65,6 +66,7 @@ def logdirs_page(request: HttpRequest, cluster: str, broker: int | None = None) 
             "broker": broker,
             "disks": disks,
             "largest": largest,
+            "q": wanted,
             "topics": topics[:30],
             "max_broker": max((b.used_bytes for b in disks), default=0) or 1,
             "max_topic": topics[0][1] if topics and topics[0][1] else 1,
