@@ -181,6 +181,9 @@ class PartitionLog:
         try:
             answer = admin._manager.run(ask)
         except _LEADER_AWAY:
+            # A client whose connection to a broker broke may keep failing to reach it after it restarts
+            # (reconnect back-off): the next look asks with a new one.
+            self.conn.reset(admin)
             raise _LeaderGone() from None
         self.fetches += 1
         if getattr(answer, "error_code", 0):

@@ -39,6 +39,7 @@ def test_transactions_on_the_partition_page(console_url: str, page: Any, artifac
         while page.goto(f"{console_url}/clusters/local/topics/{name}/partitions/0/").status == 503:
             assert time.monotonic() < deadline, page.locator("main").inner_text()
             time.sleep(1)
+        page.errors.clear()  # the 503s waited out above are the browser's console errors, not the page's
         rows = page.locator("#messages tbody tr")
         assert rows.count() == 7
         assert page.locator("#messages tr.marker-row").count() == 2
