@@ -30,7 +30,7 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
-from broker.connection import ClusterConnection
+from broker.connection import ClusterConnection, send_request
 from broker.errors import InvalidInput, KafkaRefused, NotSupported
 
 # Kafka's codes (org.apache.kafka.common.resource / acl); ANY and MATCH only in filters.
@@ -479,12 +479,7 @@ def from_csv(text: str) -> list[AclBinding]:
 
 
 def _send(admin: KafkaAdminClient, request: Any) -> Any:
-    manager = admin._manager
-
-    async def ask() -> Any:
-        return await manager.send(request)
-
-    return manager.run(ask)
+    return send_request(admin, request)
 
 
 def _error(code: int, message: str | None) -> str:

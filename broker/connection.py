@@ -29,7 +29,7 @@ from kafka.net.compat import KafkaNetClient
 
 from broker.config import ClusterConfig, ssl_context
 from broker.diagnose import diagnose_refusal
-from broker.errors import ClusterAuthFailed, ClusterUnavailable
+from broker.errors import ClusterAuthFailed, ClusterUnavailable, NotSupported
 from broker.sharing import SharedReads, Timestamps
 
 log = logging.getLogger(__name__)
@@ -496,3 +496,20 @@ def live_brokers(admin: KafkaAdminClient, conn: ClusterConnection | None = None)
     if conn is not None:
         conn.note_alive({int(b["broker_id"]) for b in alive})
     return alive
+
+
+def send_request(admin: KafkaAdminClient, request: Any, unsupported: str | None = None) -> Any:
+    """Send a request kafka-python's admin client has no call for, through its own connections (to any
+    broker it picks), and return the answer. With ``unsupported``, brokers too old for the request raise
+    NotSupported with that text."""
+    manager = admin._manager
+
+    async def ask() -> Any:
+        return await manager.send(request)
+
+    try:
+        return manager.run(ask)
+    except kafka.errors.IncompatibleBrokerVersion as exc:
+        if unsupported is None:
+            raise
+        raise NotSupported(unsupported) from exc

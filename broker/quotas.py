@@ -22,8 +22,8 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from broker.connection import ClusterConnection
-from broker.errors import InvalidInput, KafkaRefused, NotSupported
+from broker.connection import ClusterConnection, send_request
+from broker.errors import InvalidInput, KafkaRefused
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 ENTITY_TYPES = (USER, CLIENT_ID, IP)  # the order components are shown and sent in
@@ -183,15 +183,7 @@ def build_quotas(entries: Iterable[Any]) -> list[ClientQuota]:
 
 
 def _send(admin: KafkaAdminClient, request: Any) -> Any:
-    manager = admin._manager
-
-    async def ask() -> Any:
-        return await manager.send(request)
-
-    try:
-        return manager.run(ask)
-    except kafka.errors.IncompatibleBrokerVersion as exc:
-        raise NotSupported("This cluster's brokers do not handle client quotas (Kafka 2.6 and later).") from exc
+    return send_request(admin, request, "This cluster's brokers do not handle client quotas (Kafka 2.6 and later).")
 
 
 def _refused(code: int, message: str | None) -> str:

@@ -22,8 +22,8 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
-from broker.connection import ClusterConnection, keep_out_of_logs
-from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, NotFound, NotSupported
+from broker.connection import ClusterConnection, keep_out_of_logs, send_request
+from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, NotFound
 
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
 _BY_CODE = {code: name for name, (code, _) in MECHANISMS.items()}
@@ -121,17 +121,9 @@ def build_users(results: Iterable[Any]) -> list[ScramUser]:
 
 
 def _send(admin: KafkaAdminClient, request: Any) -> Any:
-    manager = admin._manager
-
-    async def ask() -> Any:
-        return await manager.send(request)
-
-    try:
-        return manager.run(ask)
-    except kafka.errors.IncompatibleBrokerVersion as exc:
-        raise NotSupported(
-            "This cluster's brokers do not manage SCRAM users through the API (Kafka 2.7 and later)."
-        ) from exc
+    return send_request(
+        admin, request, "This cluster's brokers do not manage SCRAM users through the API (Kafka 2.7 and later)."
+    )
 
 
 def _reason(code: int, message: str | None) -> str:
