@@ -4,7 +4,11 @@ events, one shuffle of them, exact counts.
 Each event one of these reports needs becomes one row, and the rows are shuffled once, each by what it
 must meet (:data:`KEYS`): a page view by (bucket, user), so that every view of a user in a bucket lands
 in one partition; an impression and a click by impression id; a share by (bucket, url, network). After
-the shuffle everything but the final sum is local to a partition:
+the shuffle everything but the final sum is local to a partition. The partition key is the partition's
+own number, not the keys' hash (:func:`partition_keys`): the groupings below start with it so that none
+shuffles again, and with a key of a few values they can fold a partition's users of a (bucket, url)
+into one row; with the hash itself, a key per user, nearly every view stayed a row of its own up to the
+final sum, and a job over 3M events took 19 s instead of 16.
 
 1. one hash aggregation deduplicates: page views by (bucket, url, user) and by (bucket, user), which
    makes unique users exact without ``count(DISTINCT ...)`` (Spark would expand every view into two rows
@@ -82,14 +86,20 @@ def transform(events: DataFrame, reports: Collection[str], partitions: int = 0) 
             cases = cases.when(F.col("type") == name, pick[name])
         return cases
 
+    count = partitions if partitions > 0 else int(events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 1)
+    # A row's partition number (of the keys' hash), as the value that Spark's hash partitioning sends there.
+    numbers = F.array(*[F.lit(key) for key in partition_keys(count)])
+    partition = F.element_at(
+        numbers, F.pmod(by_type({name: F.hash(*KEYS[name]) for name, _, _ in kinds}), F.lit(count)) + 1
+    )
     rows = events.where(F.col("type").isin(*[name for name, _, _ in kinds])).select(
-        by_type({name: F.hash(*KEYS[name]) for name, _, _ in kinds}).alias("p"),
+        partition.alias("p"),
         by_type({name: F.lit(kind) for name, kind, _ in kinds}).alias("g"),
         by_type({name: number if name == "click" else F.col("bucket_start") for name, _, _ in kinds}).alias("b"),
         *[by_type({name: keys[i] for name, _, keys in kinds}).alias(f"k{i + 1}") for i in range(3)],
         F.col("ts").alias("t"),
     )
-    shuffled = rows.repartition(partitions, "p") if partitions > 0 else rows.repartition("p")
+    shuffled = rows.repartition(count, "p")
     if pv:
         # Each view also stands for its viewer over all URLs of the bucket (no url): after the shuffle,
         # so the rows are doubled in memory only.
@@ -160,6 +170,37 @@ def transform(events: DataFrame, reports: Collection[str], partitions: int = 0) 
         .agg(F.sum("x").alias("x"), F.sum("y").alias("y"))
     )
     return summed.select(*_named())
+
+
+def partition_keys(count: int) -> list[int]:
+    """``count`` integers, the i-th of which Spark's hash partitioning into ``count`` partitions sends to
+    partition i: pmod(murmur3(key, seed 42), count) = i, the formula of Spark's HashPartitioning."""
+    keys: dict[int, int] = {}
+    candidate = 0
+    while len(keys) < count:
+        keys.setdefault(murmur3_int(candidate) % count, candidate)
+        candidate += 1
+    return [keys[i] for i in range(count)]
+
+
+def murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's Murmur3 hash of a 32-bit integer (``hash(int)`` in Spark SQL), as a signed 32-bit integer."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k = (value & mask) * 0xCC9E2D51 & mask
+    k = rotl(k, 15) * 0x1B873593 & mask
+    h = rotl(seed ^ k, 13)
+    h = (h * 5 + 0xE6546B64) & mask
+    h ^= 4
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & mask
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & mask
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def _named() -> list[Column]:

@@ -156,3 +156,22 @@ def test_one_pass_gives_each_report_what_it_gives_alone(spark: Any) -> None:
     }
     with pytest.raises(ValueError, match="keywords"):
         onepass.transform(events_, ["pv_uu", "keywords"])
+
+
+def test_partition_keys_land_in_their_own_partition(spark: Any) -> None:
+    """The one-pass plan's partition key: our Murmur3 equals Spark's ``hash`` of an int, and each of the
+    keys ``partition_keys(n)`` gives is sent by ``repartition(n, key)`` to the partition of its index."""
+    from pyspark.sql import functions as F
+
+    samples = [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123_456_789]
+    got = spark.createDataFrame([(v,) for v in samples], "v int").select("v", F.hash("v").alias("h")).collect()
+    assert {r["v"]: r["h"] for r in got} == {v: onepass.murmur3_int(v) for v in samples}
+    for count in (1, 3, 20):
+        keys = onepass.partition_keys(count)
+        placed = (
+            spark.createDataFrame([(k,) for k in keys], "p int")
+            .repartition(count, "p")
+            .select("p", F.spark_partition_id().alias("at"))
+            .collect()
+        )
+        assert {r["p"]: r["at"] for r in placed} == {k: i for i, k in enumerate(keys)}, count
