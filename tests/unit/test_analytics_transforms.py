@@ -175,3 +175,13 @@ def test_partition_keys_land_in_their_own_partition(spark: Any) -> None:
             .collect()
         )
         assert {r["p"]: r["at"] for r in placed} == {k: i for i, k in enumerate(keys)}, count
+
+
+def test_fields_are_read_as_text_unescaped(spark: Any) -> None:
+    """Every field is read as text: a string unescaped, a number as its JSON text, an object as its JSON."""
+    values = [
+        b'{"type":"page_view","ts":"%d","user_id":"u\\u00e9\\"q","session_id":7,"url":"/caf\\u00e9\\n"}' % T0,
+        b'{"type":"page_view","ts":%d,"user_id":"v","session_id":{"a": [1, 2]},"url":"/x"}' % T0,
+    ]
+    got = [(r["reason"], r["user_id"], r["session_id"], r["url"], r["ts"]) for r in frame(spark, values).collect()]
+    assert got == [(None, 'ué"q', "7", "/café\n", T0), (None, "v", '{"a":[1,2]}', "/x", T0)]
