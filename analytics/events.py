@@ -10,9 +10,9 @@ leave it out and the job counts it, so a bad record never fails a job:
   (a JSON integer, or a string of digits).
 
 Fields are read as text (a number in a text field is kept as its JSON text), so one parse serves
-every type and every report. Parsing takes about a third of a job's time, twice as long as reading
-the records from Kafka (bench/results/analytics.json): each record is parsed once, and the optional
-fields only when a report needs them.
+every type and every report. Parsing takes about a third of a job's time, 1.4 times as long as
+reading the records from Kafka (bench/results/analytics.json): each record is parsed once, and the
+optional fields only when a report needs them.
 """
 
 from __future__ import annotations
