@@ -25,7 +25,7 @@ HOUR = 3_600_000
 @pytest.fixture(scope="module")
 def busy_topic(kafka_cluster: Any) -> str:
     topic = create_topic(unique("browser-web"), partitions=3)
-    backfill(BOOTSTRAP.split(","), topic, 400_000, span_ms=6 * HOUR, seed=21)
+    backfill(BOOTSTRAP.split(","), topic, 400_000, span_ms=6 * HOUR, seed=21, acks=-1)  # all: the job reads them all
     return topic
 
 
