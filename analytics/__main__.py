@@ -23,10 +23,10 @@ from analytics.events import BUCKETS
 from analytics.reports import REPORTS
 from analytics.runner import JobSpec, check_spec, run_report
 from analytics.spark import SparkSettings, fetch_jars, start_session
-from broker.config import ClusterConfig, split_servers
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig, split_servers
+from broker.client.connection import ClusterConnection
 from broker.errors import KazamiError
-from broker.ranges import get_ranges
+from broker.messages.ranges import get_ranges
 from broker.times import parse_time
 
 

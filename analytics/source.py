@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.config import ClusterConfig
-from broker.ranges import TopicRanges
+from broker.client.config import ClusterConfig
+from broker.messages.ranges import TopicRanges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

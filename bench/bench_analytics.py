@@ -45,7 +45,7 @@ from bench.bench_backfill import bootstrap, fresh_topic
 from bench.common import BENCH_VAR, write_result
 from broker.demo import web
 from broker.local.launcher import JARS, check_java
-from broker.ranges import TopicRanges
+from broker.messages.ranges import TopicRanges
 
 COUNTS = tuple(int(n) for n in os.environ.get("BENCH_ANALYTICS_EVENTS", "1000000,10000000").split(",") if n)
 SPAN_MS = 24 * 3600 * 1000
@@ -300,9 +300,9 @@ def one_size(
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Every measurement over a fresh topic of ``count`` events; returns (details, summary figures)."""
     from analytics.source import kafka_options
-    from broker.config import ClusterConfig
-    from broker.connection import ClusterConnection
-    from broker.ranges import get_ranges
+    from broker.client.config import ClusterConfig
+    from broker.client.connection import ClusterConnection
+    from broker.messages.ranges import get_ranges
 
     name = label(count)
     topic = fresh_topic(admin, f"bench-analytics-{name}", replicas)

@@ -4,7 +4,7 @@ For each mode (Kafka 3.9 with ZooKeeper; Kafka 4.3 in KRaft mode with three cont
 on a cluster of its own: a topic of one partition on three brokers; each round stops the leader's broker
 and, from the moment the stop is asked, two observers poll until they see another leader:
 
-- the console: ``broker.replication.get_replication`` (what the replication page and its timeline draw
+- the console: ``broker.replication.health.get_replication`` (what the replication page and its timeline draw
   from) every 100 ms, with nothing shared between calls;
 - the reference: Kafka's own ``kafka-topics --describe`` run in a loop, as people watch a failover by
   hand (each run is a new JVM).
@@ -34,11 +34,11 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from bench.common import BENCH_VAR, write_result
-from broker.config import ClusterConfig
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig
+from broker.client.connection import ClusterConnection
 from broker.errors import KazamiError
 from broker.local import launcher
-from broker.replication import get_replication
+from broker.replication.health import get_replication
 
 ROUNDS = 5
 KILLED_ROUNDS = 3

@@ -99,9 +99,9 @@ def run() -> dict[str, Any]:
 
 def _requests_per_listing() -> dict[str, int]:
     """Admin calls one listing makes, counted in this process (the same code the console runs)."""
-    from broker import topics
-    from broker.config import ClusterConfig
-    from broker.connection import ClusterConnection
+    from broker.client.config import ClusterConfig
+    from broker.client.connection import ClusterConnection
+    from broker.topics import read as topics
 
     calls: Counter[str] = Counter()
     originals = {}

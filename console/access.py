@@ -26,7 +26,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from broker.errors import KazamiError
-from console.clusters import get_configs
+from console.config.clusters import get_configs
 
 T = TypeVar("T")
 

@@ -14,10 +14,10 @@ from django.core.asgi import get_asgi_application
 
 django_app = get_asgi_application()
 
-from console import replication_watch, sampler  # noqa: E402
-from console.routing import websocket_urlpatterns  # noqa: E402
+from console.background import lag_sampler, replication_watch  # noqa: E402
+from console.live.routing import websocket_urlpatterns  # noqa: E402
 
-sampler.start()  # only when serving: management commands never import this module
+lag_sampler.start()  # only when serving: management commands never import this module
 replication_watch.start()
 
 application = ProtocolTypeRouter(

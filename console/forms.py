@@ -9,8 +9,8 @@ from django import forms
 
 from broker.decode import DECODINGS, InputError, encode_input
 from broker.errors import InvalidInput
-from broker.resets import STRATEGIES, ResetError, parse_spec
-from broker.topics import check_topic_name
+from broker.groups.resets import STRATEGIES, ResetError, parse_spec
+from broker.topics.read import check_topic_name
 
 CLEANUP_POLICIES = [
     ("", "default (delete)"),

@@ -48,7 +48,7 @@ class LagSample(models.Model):
 
 
 class ReplicationEvent(models.Model):
-    """A change in a cluster's replication seen by the replication watch (console/replication_watch.py):
+    """A change in a cluster's replication seen by the replication watch (console/background/replication_watch.py):
     broker registered or gone, controller changed, leader changed, ISR shrank or expanded."""
 
     cluster = models.CharField(max_length=63)

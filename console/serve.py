@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 
 from broker.errors import ConfigError
-from console.env import env_int
+from console.config.env import env_int
 
 APPLICATION = "console.asgi:application"
 SYSTEMD_FIRST_FD = 3

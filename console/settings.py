@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from broker.errors import ConfigError
-from broker.masking import load_rules
-from console.env import env_bool, env_float, env_int, env_list, env_str
+from broker.messages.masking import load_rules
+from console.config.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("KAZAMI_VAR_DIR", str(BASE_DIR / "var")))
@@ -109,7 +109,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "console.navigation.navigation",
+                "console.present.navigation.navigation",
                 "console.access.abilities",
             ],
         },
@@ -187,7 +187,7 @@ KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minim
 # Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.
 KAZAMI_ANALYTICS_LIVE_TOPIC = env_str("KAZAMI_ANALYTICS_LIVE_TOPIC", "kazami.analytics.live")
 KAZAMI_ANALYTICS_LIVE_HOURS = env_float("KAZAMI_ANALYTICS_LIVE_HOURS", 24.0, minimum=0.1)
-# Data masking (broker/masking.py): KAZAMI_MASKING, a JSON list of rules, and the clusters file's
+# Data masking (broker/messages/masking.py): KAZAMI_MASKING, a JSON list of rules, and the clusters file's
 # [[clusters.<name>.masking]] tables. A bad rule stops the console at start.
 KAZAMI_MASKING = load_rules(
     env_str("KAZAMI_MASKING", ""), env_str("KAZAMI_CLUSTERS_FILE", ""), env_str("KAZAMI_CLUSTER_NAME", "local")

@@ -57,7 +57,7 @@ os.environ["KAFKA_CONNECT_URLS"] = f"local={CONNECT_URL}"
 # and seconds of start); the tests that need one use the connect_worker fixture.
 os.environ["KAZAMI_EMBEDDED_CONNECT"] = "0"
 # Tests write with their own clients and read through the console at once: no shared answers kept
-# (broker/sharing.py). Tests of that sharing set max_age themselves.
+# (broker/shared_reads.py). Tests of that sharing set max_age themselves.
 os.environ["KAZAMI_MAX_AGE"] = "0"
 # No background sampler in the test process: tests that need lag history sample explicitly. The
 # settings may already be loaded when this runs (pytest-django sets Django up early), so both.
@@ -136,7 +136,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture
 def clusters_reset() -> Iterator[None]:
     """Forget cached cluster connections before and after a test that changes cluster settings."""
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     reset_for_tests()
     yield

@@ -18,7 +18,7 @@ import lz4.frame  # type: ignore[import-untyped]
 from kafka import KafkaAdminClient
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from broker.connection import live_brokers
+from broker.client.connection import live_brokers
 from broker.errors import ClusterUnavailable, KafkaRefused, TopicNotFound
 
 

@@ -10,10 +10,10 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from broker.connection import live_brokers
+from broker.client.connection import live_brokers
 from broker.demo import web
 from broker.errors import ClusterUnavailable
-from broker.topics import settled_everywhere
+from broker.topics.read import settled_everywhere
 
 
 @dataclass(frozen=True)

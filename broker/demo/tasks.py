@@ -16,7 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from broker.connection import live_brokers
+from broker.client.connection import live_brokers
 
 TOPIC = "tasks"
 GROUP = "task-workers"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.config import ClusterConfig
+from broker.client.config import ClusterConfig
 from broker.local.layout import ClusterLayout, LauncherError
 
 # The secure listener's users: one for PLAIN, one with SCRAM-SHA-256 and SCRAM-SHA-512 credentials.
@@ -90,7 +90,7 @@ def secure_listener(layout: ClusterLayout) -> SecureListener:
         raise LauncherError(f"The cluster in {layout.data} has no SASL_SSL listener (start it with --sasl-ssl).")
     if not layout.secrets_path.exists():
         raise LauncherError(f"The cluster in {layout.data} was never started: no users in {layout.secrets_path}.")
-    from broker.connection import keep_out_of_logs
+    from broker.client.connection import keep_out_of_logs
 
     certs = layout.certs
     users = tuple(ensure_sasl_users(layout))

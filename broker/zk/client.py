@@ -33,8 +33,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
-from broker.cluster import get_overview
-from broker.connection import ClusterConnection, _redact
+from broker.client.connection import ClusterConnection, _redact
+from broker.cluster.overview import get_overview
 from broker.errors import ClusterAuthFailed, ClusterUnavailable, InvalidInput, KafkaRefused, NotFound, NotSupported
 from broker.zk.fourletter import ServerHealth, check_servers
 from broker.zk.nodes import Child, ChildPage, ZAcl, ZNode, ZStat
@@ -42,7 +42,7 @@ from broker.zk.paths import ancestors, check_path, child_path, name_order, split
 
 log = logging.getLogger(__name__)
 # kazoo logs each request it sends at its lowest level, the one that presents the credentials included:
-# the secrets registered for kafka-python's logs (broker.connection.keep_out_of_logs) are kept out of its too.
+# the secrets registered for kafka-python's logs (broker.client.connection.keep_out_of_logs) are kept out of its too.
 for _name in ("kazoo.client", "kazoo.protocol.connection"):
     logging.getLogger(_name).addFilter(_redact)
 

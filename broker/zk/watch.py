@@ -8,7 +8,7 @@ with watches on those znodes and calls ``changed(what)`` with a short descriptio
 changes (never for the state found when the watch is set). kazoo sets the watches again after a
 reconnection; a session that cannot be made is retried in the background until ``stop``.
 
-Nothing here reads metadata or stores events: the replication watch (console/replication_watch.py)
+Nothing here reads metadata or stores events: the replication watch (console/background/replication_watch.py)
 looks at the cluster when it is told, and its usual comparison makes the events.
 """
 

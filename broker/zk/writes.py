@@ -26,8 +26,8 @@ from kazoo.exceptions import (
 )
 from kazoo.security import ACL, CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
-from broker.config import ClusterConfig
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig
+from broker.client.connection import ClusterConnection
 from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, KazamiError
 from broker.zk.client import ZNodeNotFound, ZNodeNotWritable, _Reads, zookeeper_address
 from broker.zk.nodes import ZStat

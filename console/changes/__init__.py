@@ -12,13 +12,16 @@ from typing import Any, TypeVar
 
 from django.http import HttpRequest
 
-from broker import groups, messages, quotas, topics
-from broker import reassign as reassignment
-from broker import transactions as txns
-from broker.connection import ClusterConnection
+from broker.client.connection import ClusterConnection
 from broker.errors import KazamiError
-from broker.messages import Produced
-from broker.resets import ResetSpec
+from broker.groups import lag as groups
+from broker.groups.resets import ResetSpec
+from broker.messages import read as messages
+from broker.messages import transactions
+from broker.messages.read import Produced
+from broker.replication import reassign as reassignment
+from broker.security import quotas
+from broker.topics import read as topics
 from broker.zk import writes as zk_writes
 from broker.zk.nodes import ZStat
 from console.access import perform, record, require
@@ -190,7 +193,7 @@ def elect(
 
 
 def broker_stop_start(request: HttpRequest, cluster: str, broker: int, action: str) -> str:
-    from console import embedded
+    from console.changes import embedded
 
     return perform(
         request,
@@ -316,7 +319,7 @@ def alter_broker_configs(
 ) -> None:
     """Change dynamic broker configs of ``broker`` (None: the cluster default); secret-looking values are
     hidden in the audit log."""
-    from broker import brokerconfigs
+    from broker.cluster import broker_configs
 
     perform(
         request,
@@ -324,7 +327,7 @@ def alter_broker_configs(
         cluster,
         "cluster default" if broker is None else f"broker {broker}",
         {"set": set_configs, "delete": delete},
-        lambda: brokerconfigs.do_alter_broker_configs(conn, broker, set_configs, delete),
+        lambda: broker_configs.do_alter_broker_configs(conn, broker, set_configs, delete),
         lambda _: "validated by Kafka and applied",
     )
 
@@ -338,7 +341,7 @@ def abort_transaction(
     producer_id: int,
     producer_epoch: int,
     coordinator_epoch: int,
-) -> txns.Aborted:
+) -> transactions.Aborted:
     params = {
         "partition": partition,
         "producer_id": producer_id,
@@ -351,6 +354,6 @@ def abort_transaction(
         cluster,
         f"{topic}-{partition}",
         params,
-        lambda: txns.do_abort(conn, topic, partition, producer_id, producer_epoch, coordinator_epoch),
+        lambda: transactions.do_abort(conn, topic, partition, producer_id, producer_epoch, coordinator_epoch),
         lambda done: f"aborted; last stable offset {done.last_stable_offset} of {done.high_watermark}",
     )

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from django.http import HttpRequest
 
-from broker import acls, scram
-from broker.connection import ClusterConnection
+from broker.client.connection import ClusterConnection
+from broker.security import acls, scram
 from console.access import perform
 
 

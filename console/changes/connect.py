@@ -1,6 +1,6 @@
 """Every change the console makes to Kafka Connect, as the pages and the API both make it: checked, run and
 audited through console.access.perform. The audit keeps configs with secret-looking values masked (the
-worker's own masking rules, broker.connect.mask_config) on top of perform's own masking of keys."""
+worker's own masking rules, broker.connect.connectors.mask_config) on top of perform's own masking of keys."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from broker import connect
-from broker.connect import ConnectClient
+from broker.connect import connectors as connect
+from broker.connect.connectors import ConnectClient
 from console.access import perform
 
 

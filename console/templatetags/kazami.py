@@ -156,7 +156,7 @@ def column_label(name: str) -> str:
 
 @register.filter
 def quorum_role(quorum: Any, node_id: int) -> str:
-    """``leader``, ``follower`` or ``observer``: a replica's role in a broker.kraft.Quorum."""
+    """``leader``, ``follower`` or ``observer``: a replica's role in a broker.cluster.quorum.Quorum."""
     return str(quorum.role_of(node_id))
 
 

@@ -19,9 +19,9 @@ from broker.errors import InvalidInput, NotFound
 from console import access
 from console.errors import api_view, page_view
 from console.forms import NewUserForm, UserRoleForm
-from console.listing import Listing
 from console.models import AuditEntry
 from console.params import int_param
+from console.present.listing import Listing
 
 # Failed logins per user name, counted in Django's cache for a quarter of an hour. (Not per address:
 # behind a reverse proxy every user shares one, and a stranger could lock everybody out.)

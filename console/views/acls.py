@@ -1,5 +1,5 @@
-"""ACLs and SCRAM users: the pages and their JSON API (domain in broker/acls.py and broker/scram.py, audited
-changes in console/changes/acls.py)."""
+"""ACLs and SCRAM users: the pages and their JSON API (domain in broker/security/acls.py and
+broker/security/scram.py, audited changes in console/changes/acls.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import acls, authorizer, scram
 from broker.errors import InvalidInput, KazamiError, NotFound
+from broker.security import acls, authorizer, scram
 from console.access import guard
 from console.changes import acls as acl_changes
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import json_object
 

@@ -1,5 +1,5 @@
 """Analytics: the report form and job history of a cluster, a job's page (live progress, charts, table,
-downloads), and their JSON API. The work happens in console/jobs.py and analytics/."""
+downloads), and their JSON API. The work happens in console/background/jobs.py and analytics/."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from analytics.events import BUCKETS
 from analytics.present import chart_data
 from analytics.reports import LABELS, REPORTS
 from analytics.spark import SparkUnavailable, check_spark
-from broker import topics
 from broker.errors import InvalidInput, KazamiError, NotFound
-from console import jobs, live_analytics
+from broker.topics import read as topics
 from console.access import perform
-from console.clusters import get_connection
+from console.background import jobs, live_analytics
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.fragments import job_status_context, jobs_context, live_context
+from console.live.fragments import job_status_context, jobs_context, live_context
 from console.models import AnalyticsJob
 from console.views.api import _body
 

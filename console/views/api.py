@@ -11,17 +11,20 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import groups, messages, topics
-from broker.cluster import get_overview
+from broker.cluster.overview import get_overview
+from broker.cluster.quorum import get_quorum
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
-from broker.kraft import get_quorum
-from broker.partitioners import CHOICES
-from broker.replication import get_replication
-from broker.resets import parse_spec
+from broker.groups import lag as groups
+from broker.groups.resets import parse_spec
+from broker.messages import read as messages
+from broker.messages.partitioners import CHOICES
+from broker.replication.health import get_replication
+from broker.topics import read as topics
 from console import changes
 from console.access import guard, needs, public
-from console.clusters import get_configs, get_connection
+from console.config.clusters import get_configs, get_connection
+from console.config.masking import masker_for
 from console.errors import api_view
 from console.forms import (
     AddPartitionsForm,
@@ -32,12 +35,11 @@ from console.forms import (
     ProduceForm,
     form_errors,
 )
-from console.lag import verdicts
-from console.masking import masker_for
+from console.live.search import run_search, search_spec_from
 from console.params import choice_param, int_param, json_object, time_param
-from console.search import run_search, search_spec_from
-from console.serialize import message_json, raw_download, shown_json
-from console.shown import decoding_for
+from console.present.lag import verdicts
+from console.present.message_json import message_json, raw_download, shown_json
+from console.present.messages import decoding_for
 from console.views.topics import records_plan
 
 
@@ -73,8 +75,8 @@ def replication(request: HttpRequest, cluster: str) -> dict[str, Any]:
 def events(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """The replication timeline, newest first; ``?since=`` (ISO or epoch ms) for what came after, ``?kind=``
     (repeated, or separated by commas) and ``?topic=`` to keep only those."""
-    from broker.replication import EVENT_KINDS
-    from console import replication_watch
+    from broker.replication.health import EVENT_KINDS
+    from console.background import replication_watch
 
     get_connection(cluster)  # 404 for an unknown cluster
     since = time_param(request, "since")

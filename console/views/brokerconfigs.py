@@ -1,5 +1,5 @@
 """Broker configurations: every broker side by side, one broker with its sources and edit forms, and the JSON
-API; changes per broker or as the cluster default (domain in broker/brokerconfigs.py)."""
+API; changes per broker or as the cluster default (domain in broker/cluster/broker_configs.py)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from broker import brokerconfigs
+from broker.cluster import broker_configs
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
 from console import changes
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import json_object
 
 
 def _only(request: HttpRequest) -> str | None:
     only = request.GET.get("only") or None
-    if only is not None and only not in brokerconfigs.FILTERS:
-        raise InvalidInput(f"only must be one of {', '.join(brokerconfigs.FILTERS)}.")
+    if only is not None and only not in broker_configs.FILTERS:
+        raise InvalidInput(f"only must be one of {', '.join(broker_configs.FILTERS)}.")
     return only
 
 
@@ -32,7 +32,7 @@ def _change_of(body: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     if not isinstance(chosen, dict) or not isinstance(delete, list):
         raise InvalidInput('The body must be {"set": {"name": "value"}, "delete": ["name"]}.')
     chosen = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in chosen.items()}
-    brokerconfigs.check_change(chosen, delete)
+    broker_configs.check_change(chosen, delete)
     return chosen, delete
 
 
@@ -48,7 +48,7 @@ def api_cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     if request.method == "POST":
         chosen, delete = _change_of(json_object(request))
         changes.alter_broker_configs(request, conn, cluster, None, chosen, delete)
-    answer = brokerconfigs.get_broker_configs(conn)
+    answer = broker_configs.get_broker_configs(conn)
     only, query = _only(request), request.GET.get("q", "")
     shown = {r.name for r in answer.rows(only, query)}
     result = answer.as_dict()
@@ -66,7 +66,7 @@ def api_broker(request: HttpRequest, cluster: str, broker: int) -> dict[str, Any
     if request.method == "POST":
         chosen, delete = _change_of(json_object(request))
         changes.alter_broker_configs(request, conn, cluster, broker, chosen, delete)
-    [found] = brokerconfigs.get_broker_configs(conn, [broker]).brokers
+    [found] = broker_configs.get_broker_configs(conn, [broker]).brokers
     if found.error is not None:
         raise ClusterUnavailable(f"Broker {broker}: {found.error}.")
     return {"broker": broker, "configs": [e.as_dict() for _, e in sorted(found.configs.items())]}
@@ -83,7 +83,7 @@ def cluster_page(request: HttpRequest, cluster: str) -> HttpResponse:
     only, query = _only(request), request.GET.get("q", "")
     context: dict[str, Any] = {"cluster": cluster, "only": only or "", "query": query, "error": None, "broker": None}
     try:
-        answer = brokerconfigs.get_broker_configs(conn)
+        answer = broker_configs.get_broker_configs(conn)
     except ClusterUnavailable as exc:
         context.update(error=str(exc), brokers=[], rows=[], total=0)
     else:
@@ -129,7 +129,7 @@ def broker_page(request: HttpRequest, cluster: str, broker: int) -> HttpResponse
             messages.success(request, f"{done} {where}.")
             return redirect(request.get_full_path())  # the same filter
     try:
-        [found] = brokerconfigs.get_broker_configs(conn, [broker]).brokers
+        [found] = broker_configs.get_broker_configs(conn, [broker]).brokers
     except ClusterUnavailable as exc:
         context["error"] = str(exc)
         status = 503

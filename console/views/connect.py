@@ -1,5 +1,5 @@
 """Kafka Connect: the connectors, a connector, creating one, the plugins; and their JSON API (domain in
-broker/connect.py, audited changes in console/changes/connect.py, partials in console/connect_live.py)."""
+broker/connect/connectors.py, audited changes in console/changes/connect.py, partials in console/live/connect.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from broker import connect
-from broker.connect import ConnectConfigInvalid
+from broker.connect import connectors as connect
+from broker.connect.connectors import ConnectConfigInvalid
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError, NotFound
 from console.access import guard
 from console.changes import connect as changes
-from console.connect_live import client_for, clients_of, connectors_context, status_context
-from console.connect_settings import connect_configs
+from console.config.connect import connect_configs
 from console.errors import api_view, page_view, status_of
+from console.live.connect import client_for, clients_of, connectors_context, status_context
 from console.params import json_object
 
 DONE = {

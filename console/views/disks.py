@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from broker import logdirs, topics
+from broker.cluster import logdirs
 from broker.decode import decode, wire_value
 from broker.errors import KazamiError, NotFound
 from broker.segments import (
@@ -24,9 +24,10 @@ from broker.segments import (
     read_time_index,
     scan_log,
 )
-from console.clusters import get_connection
+from broker.topics import read as topics
+from console.config.clusters import get_connection
+from console.config.masking import masker_for
 from console.errors import api_view, page_view
-from console.masking import masker_for
 from console.params import int_param
 
 INDEX_PAGE = 200
@@ -200,7 +201,7 @@ def _batch_json(batch: Any) -> dict[str, Any]:
 def _masked_records(
     request: HttpRequest, cluster: str, topic: str, records: list[Any]
 ) -> list[tuple[Any, tuple[str, ...]]]:
-    """A batch's records as the user may see them (broker.masking), each with what masking hid of it."""
+    """A batch's records as the user may see them (broker.messages.masking), each with what masking hid of it."""
     masker = masker_for(request.user, cluster, topic)
     return [(r, ()) if r.is_control else masker.record(r) for r in records]
 

@@ -13,16 +13,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import groups
 from broker.errors import InvalidInput, KazamiError
+from broker.groups import lag as groups
 from console import changes
 from console.access import needs, token_allowed
-from console.clusters import get_configs, get_connection
+from console.config.clusters import get_configs, get_connection
 from console.errors import page_view, status_of
 from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm
-from console.fragments import group_context, groups_context
-from console.lag import RANGES, history_series, verdicts
+from console.live.fragments import group_context, groups_context
 from console.params import choice_param
+from console.present.lag import RANGES, history_series, verdicts
 
 EXPORT_COLUMNS = [
     "group",

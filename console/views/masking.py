@@ -1,5 +1,5 @@
-"""The masking rules of a cluster (admins only; domain in broker/masking.py, settings in console/masking.py),
-and a try-out: one record as each role below admin is shown it."""
+"""The masking rules of a cluster (admins only; domain in broker/messages/masking.py, settings in
+console/config/masking.py), and a try-out: one record as each role below admin is shown it."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from broker import messages
 from broker.errors import InvalidInput
-from broker.masking import ROLE_LEVELS, MaskRule, masked_labels
+from broker.messages import read as messages
+from broker.messages.masking import ROLE_LEVELS, MaskRule, masked_labels
 from console.access import ADMIN, Forbidden, role_of
-from console.clusters import get_connection
+from console.config.clusters import get_connection
+from console.config.masking import get_rules, masker_for_role
 from console.errors import api_view, page_view
-from console.masking import get_rules, masker_for_role
 from console.params import int_param
-from console.serialize import message_json
-from console.shown import DETAIL_LIMIT, decoding_for, show
+from console.present.message_json import message_json
+from console.present.messages import DETAIL_LIMIT, decoding_for, show
 
 
 def _admins_only(request: HttpRequest) -> None:

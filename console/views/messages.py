@@ -14,23 +14,24 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import messages, topics
 from broker.decode import DECODINGS, SchemaError, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
-from broker.masking import Masker
-from broker.partitioners import CHOICES, PARTITIONERS
-from broker.query import describe_syntax
+from broker.messages import read as messages
+from broker.messages.masking import Masker
+from broker.messages.partitioners import CHOICES, PARTITIONERS
+from broker.messages.query import describe_syntax
+from broker.topics import read as topics
 from console import changes
 from console.access import needs, perform
-from console.clusters import get_connection
+from console.config.clusters import get_connection
+from console.config.masking import masker_for
 from console.errors import page_view, status_of
 from console.forms import ProduceForm, SchemaForm
-from console.masking import masker_for
+from console.live.search import SearchSpec, run_search, search_spec_from
 from console.models import TopicSchema
 from console.params import choice_param, int_param, time_param
-from console.search import SearchSpec, run_search, search_spec_from
-from console.serialize import CSV_COLUMNS, MASKED_COLUMN, csv_row, message_json, raw_download
-from console.shown import DETAIL_LIMIT, decoding_for, show
+from console.present.message_json import CSV_COLUMNS, MASKED_COLUMN, csv_row, message_json, raw_download
+from console.present.messages import DETAIL_LIMIT, decoding_for, show
 
 
 def _decoding(request: HttpRequest, cluster: str, topic: str) -> Any:

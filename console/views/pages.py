@@ -9,10 +9,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from broker.errors import InvalidInput
-from console import changes, embedded
-from console.clusters import get_configs, get_connection
+from console import changes
+from console.changes import embedded
+from console.config.clusters import get_configs, get_connection
 from console.errors import page_view
-from console.fragments import overview_context, quorum_context, replication_context
+from console.live.fragments import overview_context, quorum_context, replication_context
 
 
 @page_view

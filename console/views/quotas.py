@@ -1,4 +1,4 @@
-"""Client quotas: the page and its JSON API (domain in broker/quotas.py)."""
+"""Client quotas: the page and its JSON API (domain in broker/security/quotas.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from broker import quotas
 from broker.errors import InvalidInput, KazamiError
+from broker.security import quotas
 from console import changes
 from console.access import guard
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import json_object
 

@@ -1,4 +1,4 @@
-"""Reassigning partitions and electing leaders: the page and its JSON API (domain in broker/reassign.py)."""
+"""Reassigning partitions and electing leaders: the page and its JSON API (domain in broker/replication/reassign.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import reassign as reassignment
 from broker.errors import InvalidInput, KazamiError
+from broker.replication import reassign
 from console import changes
 from console.access import needs
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import int_param
 from console.views.api import _body as json_body
@@ -66,7 +66,7 @@ def api_generate(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """A proposal (changes nothing): ``{"topics": [...], "brokers": [...], "replication_factor": N}``."""
     body = _body(request)
     factor = body.get("replication_factor")
-    proposal = reassignment.propose(
+    proposal = reassign.propose(
         get_connection(cluster),
         _names(body.get("topics")),
         _ids(body.get("brokers")),
@@ -81,7 +81,7 @@ def api_generate(request: HttpRequest, cluster: str) -> dict[str, Any]:
 def api_execute(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """Start a reassignment: ``{"plan": <Kafka's JSON>, "throttle": bytes per second}``."""
     body = _body(request)
-    plan = reassignment.parse_plan(body.get("plan"))
+    plan = reassign.parse_plan(body.get("plan"))
     throttle = body.get("throttle")
     rate = int_param({"throttle": throttle}, "throttle", None, 1) if throttle not in (None, "") else None
     return changes.reassign(request, get_connection(cluster), cluster, plan, rate).as_dict()
@@ -91,7 +91,7 @@ def api_execute(request: HttpRequest, cluster: str) -> dict[str, Any]:
 @api_view
 def api_progress(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """Reassignments under way (``?topics=a,b`` narrows them and lists those topics' replicas)."""
-    return reassignment.progress(get_connection(cluster), _names(request.GET.get("topics"))).as_dict()
+    return reassign.progress(get_connection(cluster), _names(request.GET.get("topics"))).as_dict()
 
 
 @require_POST
@@ -129,9 +129,9 @@ def api_elect(request: HttpRequest, cluster: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- page
 
 
-def _proposal(request: HttpRequest, cluster: str) -> reassignment.Proposal:
+def _proposal(request: HttpRequest, cluster: str) -> reassign.Proposal:
     """The proposal a page's query asks for (``topics``, ``brokers`` repeated, ``replication_factor``)."""
-    return reassignment.propose(
+    return reassign.propose(
         get_connection(cluster),
         _names(request.GET.get("topics", "")),
         _ids(request.GET.getlist("brokers")),
@@ -174,14 +174,14 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
     }
     status = 200
     try:
-        from broker.replication import get_replication
+        from broker.replication.health import get_replication
 
         context["replication"] = get_replication(conn)
         if request.method == "POST":
             action = request.POST.get("action", "")
             context["plan_text"] = request.POST.get("plan", "")
             if action == "execute":
-                plan = reassignment.parse_plan(context["plan_text"])
+                plan = reassign.parse_plan(context["plan_text"])
                 raw = request.POST.get("throttle", "").strip()
                 rate = int_param({"throttle": raw}, "throttle", None, 1) if raw else None
                 changes.reassign(request, conn, cluster, plan, rate)
@@ -206,9 +206,9 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
         elif context["topics_text"] and context["brokers_chosen"]:
             proposal = _proposal(request, cluster)
             context["proposal"] = proposal
-            context["plan_text"] = json.dumps(reassignment.plan_json(proposal.plan()), indent=2)
+            context["plan_text"] = json.dumps(reassign.plan_json(proposal.plan()), indent=2)
             context["plan_query"] = request.GET.urlencode()
-        context["progress"] = reassignment.progress(conn, [])
+        context["progress"] = reassign.progress(conn, [])
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["error"] = str(exc)

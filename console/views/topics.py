@@ -10,15 +10,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import topics
 from broker.errors import AlreadyExists, KafkaRefused, KazamiError
-from broker.topics import TopicSummary
+from broker.topics import read as topics
+from broker.topics.read import TopicSummary
 from console import changes
 from console.access import needs
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import page_view, status_of
 from console.forms import AddPartitionsForm, ConfigForm, CreateTopicForm, DeleteRecordsForm, DeleteTopicForm
-from console.listing import make_listing
+from console.present.listing import make_listing
 
 COLUMNS: dict[str, Any] = {
     "name": lambda t: t.name,

@@ -1,5 +1,5 @@
 """Transactions, the producers of a partition and hanging transactions: pages and JSON API (domain in
-broker/transactions.py). The console aborts only hanging transactions from its pages: an open transaction
+broker/messages/transactions.py). The console aborts only hanging transactions from its pages: an open transaction
 its coordinator still knows ends by its producer or at the coordinator's time-out."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker import transactions as txns
 from broker.errors import InvalidInput, KazamiError
+from broker.messages import transactions
 from console import changes
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import int_param
 
@@ -51,14 +51,14 @@ def _abort_spec(data: Any) -> tuple[str, int, int, int, int]:
 @api_view
 def api_transactions(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """Every transactional id with its state (``?state=Ongoing`` keeps one state)."""
-    return txns.get_transactions(get_connection(cluster), request.GET.get("state")).as_dict()
+    return transactions.get_transactions(get_connection(cluster), request.GET.get("state")).as_dict()
 
 
 @require_GET
 @api_view
 def api_producers(request: HttpRequest, cluster: str, topic: str, partition: int) -> dict[str, Any]:
     """The partition's active producers, high watermark, LSO and the open transaction holding it back."""
-    return txns.get_partition_producers(get_connection(cluster), topic, partition).as_dict()
+    return transactions.get_partition_producers(get_connection(cluster), topic, partition).as_dict()
 
 
 @require_GET
@@ -67,7 +67,7 @@ def api_hanging(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """Hanging transactions on the partitions of ``?topics=a,b`` (none: every topic); ``max_timeout_ms``
     replaces the brokers' ``transaction.max.timeout.ms``."""
     conn = get_connection(cluster)
-    return txns.find_hanging(conn, _topics(request.GET.get("topics")), _max_timeout(request.GET)).as_dict()
+    return transactions.find_hanging(conn, _topics(request.GET.get("topics")), _max_timeout(request.GET)).as_dict()
 
 
 @require_POST
@@ -89,10 +89,10 @@ def api_abort(request: HttpRequest, cluster: str) -> dict[str, Any]:
 @page_view
 def transaction_list(request: HttpRequest, cluster: str) -> HttpResponse:
     state = request.GET.get("state") or ""
-    context: dict[str, Any] = {"cluster": cluster, "state": state, "states": txns.STATES, "error": None}
+    context: dict[str, Any] = {"cluster": cluster, "state": state, "states": transactions.STATES, "error": None}
     status = 200
     try:
-        context["listing"] = txns.get_transactions(get_connection(cluster), state or None)
+        context["listing"] = transactions.get_transactions(get_connection(cluster), state or None)
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["listing"], context["error"] = None, str(exc)
@@ -103,7 +103,7 @@ def transaction_list(request: HttpRequest, cluster: str) -> HttpResponse:
 @require_GET
 @page_view
 def producers_page(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
-    state = txns.get_partition_producers(get_connection(cluster), topic, partition)
+    state = transactions.get_partition_producers(get_connection(cluster), topic, partition)
     return render(
         request,
         "transactions/producers.html",
@@ -130,7 +130,7 @@ def hanging_page(request: HttpRequest, cluster: str) -> HttpResponse:
         if request.method == "POST":
             aborted = changes.abort_transaction(request, conn, cluster, *_abort_spec(request.POST.dict()))
             context["done"] = aborted
-        context["report"] = txns.find_hanging(conn, _topics(context["topics_text"]), _max_timeout(source))
+        context["report"] = transactions.find_hanging(conn, _topics(context["topics_text"]), _max_timeout(source))
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["error"] = str(exc)

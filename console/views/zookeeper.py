@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker.connection import ClusterConnection
+from broker.client.connection import ClusterConnection
 from broker.decode import decode
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
 from broker.zk.client import (
@@ -33,6 +33,7 @@ from broker.zk.client import (
     get_tree,
     zookeeper_address,
 )
+from broker.zk.fourletter import serving
 from broker.zk.paths import check_path, child_path, crumbs, parent_path, split_connect
 from broker.zk.registry import explain
 from broker.zk.writes import (
@@ -46,9 +47,8 @@ from broker.zk.writes import (
     check_version,
     protection,
 )
-from broker.zookeeper import zookeeper_serving
 from console import changes
-from console.clusters import get_connection
+from console.config.clusters import get_connection
 from console.errors import api_view, json_error, page_view, status_of
 from console.params import choice_param, int_param, json_object
 from console.views.topics import confirm_page, confirmed
@@ -118,7 +118,7 @@ def _summary(conn: ClusterConnection, cluster: str) -> dict[str, Any]:
     except KazamiError as exc:
         context["error"] = str(exc)
         return context
-    context["serving"] = zookeeper_serving(address, conn.config.timeout)
+    context["serving"] = serving(address, conn.config.timeout)
     return context
 
 

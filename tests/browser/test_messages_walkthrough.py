@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.partitioners import crc32_partition, murmur2_partition
+from broker.messages.partitioners import crc32_partition, murmur2_partition
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]

@@ -401,7 +401,7 @@ def test_a_failed_change_is_audited_as_failed_with_kafkas_reason() -> None:
 @pytest.fixture
 def read_only_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """The test cluster a second time, as `archive`, configured read-only."""
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     file = tmp_path / "clusters.toml"
     servers = ", ".join(f'"{s}"' for s in BOOTSTRAP.split(","))

@@ -20,7 +20,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import AuthorizationError
 
-from broker import acls
+from broker.security import acls
 from console.models import AuditEntry
 from tests.acl_cluster import NAME, PASSWORD_ENV, AclCluster
 from tests.conftest import logged_in
@@ -38,7 +38,7 @@ def console(
     """The console under test knows the secured cluster as ``secure`` (its SASL_SSL listener, as kazami-scram)."""
     monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(acl_cluster.write_clusters_file(tmp_path)))
     monkeypatch.setenv(PASSWORD_ENV, acl_cluster.admin_password)
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     reset_for_tests()
     return acl_cluster

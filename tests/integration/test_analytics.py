@@ -15,11 +15,11 @@ import pytest
 
 from analytics.runner import JobCancelled, JobSpec, check_spec, iso, run_report, run_reports
 from analytics.source import kafka_options
-from broker.config import ClusterConfig, split_servers
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig, split_servers
+from broker.client.connection import ClusterConnection
 from broker.demo.web import web_events
 from broker.errors import InvalidInput
-from broker.ranges import TopicRanges, get_ranges
+from broker.messages.ranges import TopicRanges, get_ranges
 from tests import analytics_reference as ref
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce_timed, unique

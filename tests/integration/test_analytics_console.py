@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from broker.demo.web import web_events
-from console import jobs
+from console.background import jobs
 from console.models import AnalyticsJob, AuditEntry
 from tests import analytics_reference as ref
 from tests.conftest import logged_in

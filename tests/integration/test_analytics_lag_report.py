@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console import jobs
+from console.background import jobs
 from console.models import AnalyticsJob, LagSample
 from tests.conftest import logged_in
 

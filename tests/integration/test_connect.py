@@ -21,7 +21,7 @@ from django.test import Client
 from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import connect as local_connect
-from console import connect_settings
+from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, logged_in
 from tests.integration.kafka_helpers import create_topic, unique
@@ -35,7 +35,7 @@ FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 
 @pytest.fixture
 def admin(connect_worker: str) -> Iterator[Client]:
-    connect_settings.reset_for_tests()
+    connect.reset_for_tests()
     client = logged_in("admin")
     made: list[str] = []
     client.made = made  # type: ignore[attr-defined]
@@ -322,7 +322,7 @@ def test_a_worker_that_hangs_is_given_up_within_its_time_out(
     threading.Thread(target=lambda: held.append(silent.accept()[0]), daemon=True).start()
     monkeypatch.setenv("KAFKA_CONNECT_URLS", f"hung=http://127.0.0.1:{silent.getsockname()[1]}")
     monkeypatch.setenv("KAZAMI_CONNECT_TIMEOUT", "1")
-    connect_settings.reset_for_tests()
+    connect.reset_for_tests()
     try:
         client = logged_in("viewer")
         started = time.monotonic()
@@ -340,7 +340,7 @@ def test_a_worker_that_hangs_is_given_up_within_its_time_out(
         for s in held:
             s.close()
         monkeypatch.undo()
-        connect_settings.reset_for_tests()
+        connect.reset_for_tests()
 
 
 def test_offsets_of_a_stopped_connector_are_altered_and_it_goes_on_from_there(admin: Client, tmp_path: Path) -> None:

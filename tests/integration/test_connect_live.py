@@ -14,8 +14,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 import console.urls  # noqa: F401 - what a console process has loaded once it served a page
-from console import connect_settings
 from console.asgi import application
+from console.config import connect
 from tests.conftest import CONNECT_URL, websocket_headers
 from tests.integration.kafka_helpers import create_topic, unique
 
@@ -35,7 +35,7 @@ def test_the_list_and_the_status_are_pushed_with_a_state_change(
     connect_worker: str, settings: Any, tmp_path: Path
 ) -> None:
     settings.KAZAMI_LIVE_INTERVAL = 0.3
-    connect_settings.reset_for_tests()
+    connect.reset_for_tests()
     headers = websocket_headers()
     topic = create_topic(unique("connect-live"), partitions=1)
     name = unique("live-source")

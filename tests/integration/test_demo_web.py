@@ -15,7 +15,7 @@ from broker.demo import web
 from broker.demo.__main__ import main
 from broker.demo.seed import DemoTopic, seed
 from broker.local import launcher
-from broker.partitioners import murmur2_partition
+from broker.messages.partitioners import murmur2_partition
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import admin, create_topic, unique
 from tests.unit.test_web_events import check_event

@@ -31,10 +31,10 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from broker.local import launcher
-from broker.messages import do_produce
-from console import sampler
+from broker.messages.read import do_produce
 from console.asgi import application
-from console.clusters import get_connection
+from console.background import lag_sampler
+from console.config.clusters import get_connection
 from tests.conftest import TEST_VAR
 from tests.integration.kafka_helpers import wait_known_everywhere
 
@@ -596,7 +596,7 @@ def test_a_frozen_broker_slows_no_page_past_its_bound(
             for answer in ask_all(web, faulty, timings):
                 assert_ok_or_unavailable(answer)
             started = time.monotonic()
-            sampler.sample_once()
+            lag_sampler.sample_once()
             timings["lag sampler"] = round(time.monotonic() - started, 2)
             assert timings["lag sampler"] < BOUND * 2  # every configured cluster, each bounded
             assert watch.after(frozen_at), "the live overview stopped pushing while a broker was frozen"
@@ -608,7 +608,7 @@ def test_a_frozen_broker_slows_no_page_past_its_bound(
             until(Answers(web, endpoint), 60, f"{endpoint.name} to answer again")
         until(lambda: any(normal(h) for h in watch.after(thawed_at)), 30, "a normal live push")
         assert watch.closed is None
-    until(lambda: "faulty" in sampler.sample_once(), 30, "the lag sampler to sample the cluster again")
+    until(lambda: "faulty" in lag_sampler.sample_once(), 30, "the lag sampler to sample the cluster again")
     report(record_property, "seconds_with_a_frozen_broker", timings)
     wait_healthy(faulty)
 

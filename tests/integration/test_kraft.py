@@ -8,9 +8,9 @@ import time
 import pytest
 from django.test import Client
 
-from broker.config import ClusterConfig
+from broker.client.config import ClusterConfig
 from broker.local import launcher
-from console import clusters
+from console.config import clusters
 from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import active_controller, admin
 

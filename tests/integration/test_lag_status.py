@@ -15,7 +15,7 @@ from django.utils import timezone
 from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import launcher
-from console import sampler
+from console.background import lag_sampler
 from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import api_group, commit, join_and_commit
@@ -49,7 +49,7 @@ def test_a_fast_consumer_is_ok(client: Client) -> None:
         produce(name, [(None, b"x")] * 5, partition=0)
         end = api_end(name)
         commit(group, {(name, 0): end})
-        sampler.sample_once(now=at)
+        lag_sampler.sample_once(now=at)
     assert status(client, group) == ("OK", "OK")
 
 
@@ -61,7 +61,7 @@ def test_a_slow_consumer_that_moves_but_falls_behind_is_warn(client: Client) -> 
         produce(name, [(None, b"x")] * 10, partition=0)
         position += 3
         commit(group, {(name, 0): position})
-        sampler.sample_once(now=at)
+        lag_sampler.sample_once(now=at)
     body = api_group(client, group)
     assert (body["status"], body["partitions"][0]["status"]) == ("WARN", "WARN")
     assert "WARN" in body["status_reason"]
@@ -82,7 +82,7 @@ def test_a_live_consumer_committing_the_same_offset_is_stall(client: Client) -> 
         for at in moments():
             produce(name, [(None, b"x")] * 5, partition=0)
             join_and_commit(consumer, {TopicPartition(name, 0): 2})  # alive, commits, never moves
-            sampler.sample_once(now=at)
+            lag_sampler.sample_once(now=at)
         assert status(client, group) == ("ERR", "STALL")
     finally:
         consumer.close(autocommit=False)
@@ -95,7 +95,7 @@ def test_a_stopped_consumer_with_messages_waiting_is_stop_and_a_caught_up_one_ok
     commit(stopped, {(name, 0): 1})
     commit(idle, {(name, 0): 4})
     for at in moments(first_ago=90):
-        sampler.sample_once(now=at)
+        lag_sampler.sample_once(now=at)
     assert status(client, idle) == ("OK", "OK")  # nothing to read: not stopped
     produce(name, [(None, b"x")] * 6, partition=0)
     body = api_group(client, stopped)
@@ -110,7 +110,7 @@ def test_a_group_whose_offset_went_back_is_rewind(client: Client) -> None:
     produce(name, [(None, b"x")] * 20, partition=0)
     for at, offset in zip(moments(), [15, 16, 5], strict=True):
         commit(group, {(name, 0): offset})
-        sampler.sample_once(now=at)
+        lag_sampler.sample_once(now=at)
     assert status(client, group)[1] == "REWIND"
 
 

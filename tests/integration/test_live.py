@@ -10,8 +10,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 from broker.local import launcher
-from console import live
 from console.asgi import application
+from console.live import pollers
 from tests.conftest import BOOTSTRAP, websocket_headers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
@@ -36,12 +36,12 @@ def test_it_sends_the_overview_at_once_and_again_at_each_poll(fast_live: None) -
         assert (await second_ws.connect())[0]
         first = await first_ws.receive_from(timeout=10)
         await second_ws.receive_from(timeout=10)
-        watched = live.active()
+        watched = pollers.active()
         pushed = await first_ws.receive_from(timeout=10)
         await first_ws.disconnect()
         await second_ws.disconnect()
         await asyncio.sleep(0.05)
-        return first, pushed, watched, live.active()
+        return first, pushed, watched, pollers.active()
 
     first, pushed, watched, after = async_to_sync(scenario)()
     for html in (first, pushed):

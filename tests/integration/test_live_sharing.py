@@ -12,8 +12,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
 from broker.local import launcher
-from console import consumers, fragments
 from console.asgi import application
+from console.live import consumers, fragments
 from tests.conftest import websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 

@@ -200,9 +200,9 @@ def test_the_console_recovers_by_itself_when_the_cluster_returns(
 
 
 def test_up_kraft_runs_kafka_3_9_without_zookeeper_in_combined_nodes_and_the_console_knows() -> None:
-    from broker.config import ClusterConfig
-    from broker.connection import ClusterConnection
-    from broker.kraft import get_quorum
+    from broker.client.config import ClusterConfig
+    from broker.client.connection import ClusterConnection
+    from broker.cluster.quorum import get_quorum
 
     data = TEST_VAR / "lifecycle-kraft"
     port = BASE_PORT + 4
@@ -215,7 +215,7 @@ def test_up_kraft_runs_kafka_3_9_without_zookeeper_in_combined_nodes_and_the_con
         assert not (data / "zookeeper").exists()
         conn = ClusterConnection(ClusterConfig("kraft39", (f"127.0.0.1:{port}",), zookeeper_connect="127.0.0.1:2181"))
         try:
-            from broker.cluster import get_overview
+            from broker.cluster.overview import get_overview
 
             overview = get_overview(conn)
             assert (overview.mode, overview.version, overview.controller) == ("kraft", "3.9", 0)

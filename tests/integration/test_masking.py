@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from broker.local import launcher
-from broker.masking import DEFAULT_REPLACEMENT, parse_rules
+from broker.messages.masking import DEFAULT_REPLACEMENT, parse_rules
 from console.access import set_role
 from console.asgi import application
 from tests.conftest import console_user, logged_in, websocket_headers

@@ -19,7 +19,7 @@ from django.test import Client
 from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import launcher
-from broker.partitioners import crc32_partition, murmur2_partition
+from broker.messages.partitioners import crc32_partition, murmur2_partition
 from console.asgi import application
 from tests.conftest import BOOTSTRAP, logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
@@ -464,8 +464,8 @@ def test_the_tail_keeps_a_bounded_buffer_and_counts_what_it_drops(
 ) -> None:
     import time
 
-    from broker.messages import Tail
-    from console.clusters import get_connection
+    from broker.messages.read import Tail
+    from console.config.clusters import get_connection
 
     name = create_topic(unique("mflood"), partitions=1)
     tail = Tail(get_connection("local"), name, [0], buffer=50)

@@ -1,4 +1,4 @@
-"""Offset ranges of a time range (broker/ranges.py) on a real cluster, with record times out of order."""
+"""Offset ranges of a time range (broker/messages/ranges.py) on a real cluster, with record times out of order."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from broker.config import ClusterConfig, split_servers
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig, split_servers
+from broker.client.connection import ClusterConnection
 from broker.errors import TopicNotFound
-from broker.ranges import get_ranges
+from broker.messages.ranges import get_ranges
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce_timed, unique
 

@@ -17,7 +17,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
 from broker.local import launcher
-from console import replication_watch
+from console.background import replication_watch
 from tests.conftest import BOOTSTRAP, KRAFT, logged_in
 from tests.integration.kafka_helpers import admin, create_topic, unique, wait_healthy
 

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from broker import messages, topics
-from broker.cluster import get_overview
-from broker.connection import ClusterConnection
+from broker.client.connection import ClusterConnection
+from broker.cluster.overview import get_overview
 from broker.errors import ClusterAuthFailed
 from broker.local import launcher
 from broker.local.certs import encrypt_key, generate_certs
+from broker.messages import read as messages
+from broker.topics import read as topics
 from tests.conftest import TEST_VAR
 
 pytestmark = [
@@ -132,7 +133,7 @@ def test_group_lag_and_lag_in_time_are_read_over_sasl_ssl(listener: launcher.Sec
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    from broker.groups import get_group
+    from broker.groups.lag import get_group
 
     config = listener.client_config("SCRAM-SHA-512")
     conn = connect(config)
@@ -267,7 +268,7 @@ def test_the_console_shows_a_secure_cluster_from_a_clusters_file_without_its_pas
         assert user.password not in response.content.decode()
 
     # The same cluster with a wrong password: a clear refusal, in the API's own words, without it.
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     wrong = "wrong-" + secrets.token_urlsafe(12)
     monkeypatch.setenv("SECURE_TEST_PASSWORD", wrong)

@@ -1,4 +1,4 @@
-"""Answers shared between callers against the real cluster (broker/sharing.py): a read is kept for the
+"""Answers shared between callers against the real cluster (broker/shared_reads.py): a read is kept for the
 cluster's max_age, a change made through the console drops what was kept, and the lag-in-time lookup
 reads each message's timestamp once."""
 
@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from broker import groups, messages, topics
-from broker.config import ClusterConfig
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig
+from broker.client.connection import ClusterConnection
+from broker.groups import lag as groups
 from broker.local import launcher
+from broker.messages import read as messages
+from broker.topics import read as topics
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import aged_topic, commit

@@ -10,9 +10,10 @@ import pytest
 from django.test import Client
 from kafka import KafkaAdminClient, KafkaConsumer
 
-from broker import messages, topics
 from broker.local import launcher
-from console.clusters import get_connection
+from broker.messages import read as messages
+from broker.topics import read as topics
+from console.config.clusters import get_connection
 from tests.conftest import BOOTSTRAP, KRAFT, logged_in
 from tests.integration.kafka_helpers import admin, create_topic, produce, unique, wait_healthy
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from broker.config import ClusterConfig
+from broker.client.config import ClusterConfig
 from broker.local import launcher
 from broker.zk.client import close_clients
-from console import clusters
+from console.config import clusters
 from tests.conftest import BASE_PORT, BOOTSTRAP, TEST_VAR, ZOOKEEPER_PORT, logged_in
 from tests.integration.kafka_helpers import admin, create_topic, unique
 

@@ -16,7 +16,7 @@ from kazoo.security import ACL, Id, Permissions
 from broker.local import launcher
 from broker.local.jvm import check_java, zookeeper_serving
 from broker.zk.client import close_clients
-from console.clusters import get_configs
+from console.config.clusters import get_configs
 from tests.conftest import TEST_VAR, ZOOKEEPER_PORT, logged_in
 
 pytestmark = [
@@ -84,7 +84,7 @@ def sasl_zookeeper(kafka_cluster: launcher.ClusterLayout) -> Iterator[str]:
 
 
 def _configure(monkeypatch: pytest.MonkeyPatch, address: str, auth: str) -> None:
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     monkeypatch.setenv("ZOOKEEPER_CONNECT", address)
     monkeypatch.setenv("ZOOKEEPER_AUTH", auth)
@@ -136,7 +136,7 @@ def test_wrong_sasl_credentials_are_refused_with_a_clear_message(
 
 
 def test_the_sasl_setting_is_checked_before_use() -> None:
-    from broker.config import ClusterConfig, check_cluster_config
+    from broker.client.config import ClusterConfig, check_cluster_config
     from broker.errors import ConfigError
 
     with pytest.raises(ConfigError, match="sasl:user:password") as refused:

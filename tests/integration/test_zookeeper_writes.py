@@ -17,7 +17,7 @@ from kazoo.security import make_digest_acl
 from broker.local import launcher
 from broker.zk.client import close_clients
 from broker.zk.writes import WARNINGS
-from console.clusters import get_configs
+from console.config.clusters import get_configs
 from console.models import AuditEntry
 from tests.conftest import ZOOKEEPER_PORT, logged_in
 
@@ -54,7 +54,7 @@ def scratch(zk: KazooClient) -> Iterator[str]:
 
 def configure(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
     """The default cluster (``local``) configured from these environment variables from now on."""
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     for name in ("ZOOKEEPER_WRITES", "ZOOKEEPER_AUTH", "ZOOKEEPER_ACL", "KAZAMI_READ_ONLY"):
         monkeypatch.delenv(name, raising=False)
@@ -414,7 +414,7 @@ def test_znodes_the_console_creates_get_the_acl_the_cluster_asks_for(
     monkeypatch.delenv("ZOOKEEPER_AUTH")
     monkeypatch.setenv("ZOOKEEPER_ACL", "creator")
     from broker.errors import ConfigError
-    from console.clusters import reset_for_tests
+    from console.config.clusters import reset_for_tests
 
     reset_for_tests()
     with pytest.raises(ConfigError, match="set ZOOKEEPER_AUTH"):

@@ -9,10 +9,10 @@ import hmac
 
 import pytest
 
-from broker import acls, authorizer, scram
-from broker.acls import AclBinding, AclFilter
-from broker.authorizer import AuthorizerSettings, decide
 from broker.errors import InvalidInput
+from broker.security import acls, authorizer, scram
+from broker.security.acls import AclBinding, AclFilter
+from broker.security.authorizer import AuthorizerSettings, decide
 
 
 def allow(principal: str, op: str, kind: str, name: str, pattern: str = "LITERAL", host: str = "*") -> AclBinding:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker.brokerconfigs import (
+from broker.cluster.broker_configs import (
     BrokerConfigs,
     ClusterConfigs,
     _reason,

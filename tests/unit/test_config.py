@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ClusterConfig, split_servers
+from broker.client.config import ClusterConfig, split_servers
 from broker.errors import ConfigError
 from broker.local import certs
-from console import clusters
-from console.env import env_bool, env_float, env_int
+from console.config import clusters
+from console.config.env import env_bool, env_float, env_int
 
 
 def test_it_splits_bootstrap_servers_and_drops_blanks() -> None:

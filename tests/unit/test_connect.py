@@ -13,10 +13,10 @@ from typing import ClassVar
 
 import pytest
 
-from broker import connect
-from broker.config import ConnectConfig
+from broker.client.config import ConnectConfig
+from broker.connect import connectors as connect
 from broker.errors import ClusterAuthFailed, ConfigError, InvalidInput, NotFound
-from console import connect_settings
+from console.config import connect as connect_settings
 
 
 @pytest.mark.parametrize(

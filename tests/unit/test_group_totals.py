@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from broker.groups import GroupLag, PartitionLag
-from broker.lagstatus import GroupVerdict
+from broker.groups.lag import GroupLag, PartitionLag
+from broker.groups.lag_status import GroupVerdict
 
 
 def group(*log_ends: int | None) -> GroupLag:

@@ -1,6 +1,6 @@
-"""broker.protocol and broker.kafka4 without a cluster: each request encodes and decodes, each response is
-built with its own class at the highest version and read back into kafka4's dataclasses, answers are
-decoded through kafka-python's response registry, and groups are batched per coordinator."""
+"""broker.groups.protocol and broker.groups.consumer_share without a cluster: each request encodes and decodes,
+each response is built with its own class at the highest version and read back into kafka4's dataclasses,
+answers are decoded through kafka-python's response registry, and groups are batched per coordinator."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.broker_version_data import BrokerVersionData
 
-from broker import kafka4
-from broker.protocol import (
+from broker.groups import consumer_share
+from broker.groups.protocol import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
     ConsumerGroupDescribeRequest,
@@ -128,8 +128,8 @@ def test_consumer_group_describe_response_reads_into_descriptions() -> None:
     classic = group_class(error_code=NOT_FOUND, error_message="Group c is not a consumer group.", group_id="c")
     response = round_trip(ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[described, missing, classic]))
 
-    read = {g.group_id: kafka4.read_consumer_group(g.group_id, g.error_code, g) for g in response.groups}
-    assert read["g"] == kafka4.ConsumerGroupDescription(
+    read = {g.group_id: consumer_share.read_consumer_group(g.group_id, g.error_code, g) for g in response.groups}
+    assert read["g"] == consumer_share.ConsumerGroupDescription(
         group_id="g",
         error=None,
         state="Reconciling",
@@ -137,7 +137,7 @@ def test_consumer_group_describe_response_reads_into_descriptions() -> None:
         assignment_epoch=4,
         assignor="uniform",
         members=(
-            kafka4.ConsumerGroupMember(
+            consumer_share.ConsumerGroupMember(
                 member_id="m-1",
                 instance_id="static-1",
                 rack_id=None,
@@ -174,15 +174,15 @@ def test_share_group_describe_response_reads_into_descriptions() -> None:
     )
     other = group_class(error_code=NOT_FOUND, error_message="Group g is not a share group.", group_id="g")
     response = round_trip(ShareGroupDescribeResponse(throttle_time_ms=0, groups=[described, other]))
-    first, second = (kafka4.read_share_group(g.group_id, g.error_code, g) for g in response.groups)
-    assert first == kafka4.ShareGroupDescription(
+    first, second = (consumer_share.read_share_group(g.group_id, g.error_code, g) for g in response.groups)
+    assert first == consumer_share.ShareGroupDescription(
         "s",
         None,
         "Stable",
         3,
         3,
         "simple",
-        (kafka4.ShareGroupMember("s-1", "r1", 3, "c", "/127.0.0.1", ("t",), (("t", 0), ("t", 1))),),
+        (consumer_share.ShareGroupMember("s-1", "r1", 3, "c", "/127.0.0.1", ("t",), (("t", 0), ("t", 1))),),
     )
     assert second.error == "a group of another type, not a share group"
 
@@ -199,17 +199,17 @@ def test_share_group_offsets_response_reads_start_offsets_and_lag() -> None:
     ok = group_class(group_id="s", topics=[topic_class(topic_name="t", topic_id=TOPIC_ID, partitions=partitions)])
     missing = group_class(group_id="x", topics=[], error_code=NOT_FOUND, error_message="Group x not found.")
     response = round_trip(DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=[ok, missing]))
-    first, second = (kafka4.read_share_offsets(g.error_code, g) for g in response.groups)
-    assert first == kafka4.ShareGroupOffsets(
+    first, second = (consumer_share.read_share_offsets(g.error_code, g) for g in response.groups)
+    assert first == consumer_share.ShareGroupOffsets(
         None,
         {
-            ("t", 0): kafka4.ShareOffset(None, None, None),
-            ("t", 1): kafka4.ShareOffset(50, 0, 7),
-            ("t", 2): kafka4.ShareOffset(None, None, None, "unknown topic or partition"),
+            ("t", 0): consumer_share.ShareOffset(None, None, None),
+            ("t", 1): consumer_share.ShareOffset(50, 0, 7),
+            ("t", 2): consumer_share.ShareOffset(None, None, None, "unknown topic or partition"),
         },
     )
     assert list(first.partitions) == [("t", 0), ("t", 1), ("t", 2)]
-    assert second == kafka4.ShareGroupOffsets("not found (Group x not found.)", {})
+    assert second == consumer_share.ShareGroupOffsets("not found (Group x not found.)", {})
 
 
 def test_alter_share_group_offsets_response_gives_each_partition_its_error() -> None:
@@ -222,7 +222,7 @@ def test_alter_share_group_offsets_response_gives_each_partition_its_error() -> 
     )
     answer = round_trip(AlterShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, responses=[topic]))
     asked = [("t", 0), ("t", 9), ("u", 0)]
-    assert kafka4.read_altered(asked, answer.error_code, answer) == {
+    assert consumer_share.read_altered(asked, answer.error_code, answer) == {
         ("t", 0): None,
         ("t", 9): "unknown topic or partition",
         ("u", 0): "the group coordinator did not answer for it",
@@ -230,7 +230,7 @@ def test_alter_share_group_offsets_response_gives_each_partition_its_error() -> 
     busy = round_trip(
         AlterShareGroupOffsetsResponse(error_code=NON_EMPTY, error_message="The group is not empty.", responses=[])
     )
-    assert kafka4.read_altered([("t", 0)], busy.error_code, busy) == {
+    assert consumer_share.read_altered([("t", 0)], busy.error_code, busy) == {
         ("t", 0): "the group still has members; stop them first (The group is not empty.)"
     }
 
@@ -242,39 +242,43 @@ def test_delete_share_group_offsets_response_gives_each_topic_its_error() -> Non
         topic_class(topic_name="u", topic_id=uuid.UUID(int=0), error_code=UNKNOWN_TOPIC, error_message="No such."),
     ]
     answer = round_trip(DeleteShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, responses=topics))
-    assert kafka4.read_deleted(["u", "t"], answer.error_code, answer) == {
+    assert consumer_share.read_deleted(["u", "t"], answer.error_code, answer) == {
         "t": None,
         "u": "unknown topic or partition (No such.)",
     }
     other = round_trip(
         DeleteShareGroupOffsetsResponse(error_code=NOT_FOUND, error_message="Group g is not a share group.")
     )
-    assert kafka4.read_deleted(["t"], other.error_code, other) == {"t": "a group of another type, not a share group"}
+    assert consumer_share.read_deleted(["t"], other.error_code, other) == {
+        "t": "a group of another type, not a share group"
+    }
 
 
 def test_groups_are_batched_one_request_per_coordinator() -> None:
     coordinators = {"a": 1, "b": 2, "c": 1, "d": 3, "e": 2}
-    assert kafka4.by_coordinator(coordinators) == {1: ["a", "c"], 2: ["b", "e"], 3: ["d"]}
-    assert kafka4.by_coordinator({}) == {}
+    assert consumer_share.by_coordinator(coordinators) == {1: ["a", "c"], 2: ["b", "e"], 3: ["d"]}
+    assert consumer_share.by_coordinator({}) == {}
 
 
 def test_a_group_error_that_is_not_kafkas_reads_as_such() -> None:
-    assert kafka4.read_consumer_group("g", NOT_COORDINATOR, None).error == (
+    assert consumer_share.read_consumer_group("g", NOT_COORDINATOR, None).error == (
         "the group moved to another coordinator; try again"
     )
-    assert kafka4.read_share_group("g", kafka4._NO_ANSWER, None).error == (
+    assert consumer_share.read_share_group("g", consumer_share._NO_ANSWER, None).error == (
         "the group coordinator did not answer for this group"
     )
-    assert kafka4.read_share_group("g", 9999, None).error == "error 9999"  # a code kafka-python does not know
-    assert kafka4.read_share_group("g", -1, None).error == "unknown server error"
+    assert consumer_share.read_share_group("g", 9999, None).error == "error 9999"  # a code kafka-python does not know
+    assert consumer_share.read_share_group("g", -1, None).error == "unknown server error"
 
 
 def test_a_cluster_without_the_request_is_not_supported() -> None:
     kafka39 = BrokerVersionData(api_versions={18: (0, 4), 10: (0, 6)})  # no share group APIs
-    with pytest.raises(kafka4.NotSupportedByCluster, match=r"do not describe share groups \(ShareGroupDescribe"):
-        kafka4.check_supported(kafka39, ShareGroupDescribeRequest)
+    with pytest.raises(
+        consumer_share.NotSupportedByCluster, match=r"do not describe share groups \(ShareGroupDescribe"
+    ):
+        consumer_share.check_supported(kafka39, ShareGroupDescribeRequest)
     kafka43 = BrokerVersionData(api_versions={18: (0, 4), 69: (0, 1), 77: (1, 1), 90: (0, 1)})
     for request_class in (ConsumerGroupDescribeRequest, ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest):
-        kafka4.check_supported(kafka43, request_class)
+        consumer_share.check_supported(kafka43, request_class)
     assert kafka43.api_version(ShareGroupDescribeRequest) == 1
-    kafka4.check_supported(None, AlterShareGroupOffsetsRequest)  # versions not known yet: the send will tell
+    consumer_share.check_supported(None, AlterShareGroupOffsetsRequest)  # versions not known yet: the send will tell

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from broker.kraft import NotKRaft, metadata_version_name, parse_quorum, release_of
+from broker.cluster.quorum import NotKRaft, metadata_version_name, parse_quorum, release_of
 
 
 def test_metadata_version_levels_are_named_as_kafka_names_them() -> None:

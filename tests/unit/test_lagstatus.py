@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.lagstatus import (
+from broker.groups.lag_status import (
     GroupVerdict,
     Observation,
     PartitionVerdict,

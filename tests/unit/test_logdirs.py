@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker import logdirs
+from broker.cluster import logdirs
 from broker.errors import InvalidInput, NotFound
 from tests.unit.test_segments_fuzz import SEGMENT
 

@@ -12,11 +12,11 @@ import pytest
 
 from broker.decode import decode, parse_avro_schema
 from broker.errors import ConfigError
-from broker.logread import Message
-from broker.masking import (
+from broker.messages.log import Message
+from broker.messages.masking import (
     DEFAULT_REPLACEMENT as R,
 )
-from broker.masking import (
+from broker.messages.masking import (
     Masker,
     MaskRule,
     apply_path,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.cluster import Identity, build_overview
-from broker.config import ClusterConfig
-from broker.connection import ClusterConnection
+from broker.client.config import ClusterConfig
+from broker.client.connection import ClusterConnection
+from broker.cluster.overview import Identity, build_overview
 
 
 def partition(index: int, leader: int, replicas: list[int], isr: list[int]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.partitioners import CHOICES, crc32_partition, murmur2_partition, placements
+from broker.messages.partitioners import CHOICES, crc32_partition, murmur2_partition, placements
 
 # CRC-32 (ISO-HDLC, as zlib and librdkafka compute it): its standard check value, and two widely
 # published ones.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from broker.errors import KazamiError
-from broker.query import MessageView, QueryError, describe_syntax, parse_query
+from broker.messages.query import MessageView, QueryError, describe_syntax, parse_query
 
 ORDER = {
     "status": "error",
@@ -630,7 +630,7 @@ class _Touchy(str):
 
 
 def test_it_answers_false_even_when_a_value_misbehaves(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="broker.query")
+    caplog.set_level(logging.DEBUG, logger="broker.messages.query")
     assert parse_query('key == "x"').matches(message(key=_Touchy("x"))) is False
     assert any("failed on a message" in record.getMessage() for record in caplog.records)
 
@@ -747,7 +747,7 @@ PROPERTY_OPERATIONS = [
 
 
 def test_it_never_raises_on_odd_messages(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="broker.query")
+    caplog.set_level(logging.DEBUG, logger="broker.messages.query")
     corpus = _odd_messages()
     queries = [parse_query(f"exists {path}") for path in PROPERTY_PATHS]
     for path in PROPERTY_PATHS:
@@ -761,7 +761,7 @@ def test_it_never_raises_on_odd_messages(caplog: pytest.LogCaptureFixture) -> No
         for item in corpus:
             assert isinstance(query.matches(item), bool)
     # The helpers coped by themselves: the last-resort guard in matches was never needed.
-    assert not [record for record in caplog.records if record.name == "broker.query"]
+    assert not [record for record in caplog.records if record.name == "broker.messages.query"]
 
 
 @pytest.mark.timeout(10)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.http import QueryDict
 
-from broker import quotas
 from broker.errors import InvalidInput
+from broker.security import quotas
 from console.views.quotas import _api_change, form_entity
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from broker.errors import InvalidInput, TopicNotFound
-from broker.reassign import assign, check_plan, parse_plan, plan_json, propose_moves, rack_alternated
+from broker.replication.reassign import assign, check_plan, parse_plan, plan_json, propose_moves, rack_alternated
 
 
 def test_leaders_and_followers_spread_evenly_and_replicas_never_repeat() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.replication import build_replication, diff
+from broker.replication.health import build_replication, diff
 
 
 def cluster(alive: list[int], fenced: tuple[int, ...] = ()) -> dict[str, Any]:

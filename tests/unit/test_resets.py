@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from broker.errors import InvalidInput, KazamiError
-from broker.resets import (
+from broker.groups.resets import (
     STRATEGIES,
     PartitionState,
     PlannedReset,

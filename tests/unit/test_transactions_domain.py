@@ -1,4 +1,4 @@
-"""The pure parts of broker/transactions.py: who holds the LSO back, which open transactions are old enough
+"""The pure parts of broker/messages/transactions.py: who holds the LSO back, which open transactions are old enough
 to look at, and which of those hang."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker.errors import InvalidInput
-from broker.transactions import (
+from broker.messages.transactions import (
     DEFAULT_MAX_TIMEOUT_MS,
     ActiveProducer,
     Transaction,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker.zk.watch import describe_children, describe_data
-from console.replication_watch import FOLLOW_UPS_S, _Watches
+from console.background.replication_watch import FOLLOW_UPS_S, _Watches
 
 
 def test_broker_registrations_are_told_by_id_in_numeric_order() -> None:

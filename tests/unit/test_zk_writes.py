@@ -1,5 +1,6 @@
-"""What the ZooKeeper writes check before anything is sent (broker.zk.writes), the ACL entries a read
-returns (broker.zk.nodes.ZAcl), and the ZooKeeper settings of a cluster (broker.config, console.clusters)."""
+"""What the ZooKeeper writes check before anything is sent (broker.zk.writes), the ACL entries a read returns
+(broker.zk.nodes.ZAcl), and the ZooKeeper settings of a cluster (broker.client.config,
+console.config.clusters)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from kazoo.security import ACL, Id, make_digest_acl, make_digest_acl_credential
 
-from broker.config import ClusterConfig
+from broker.client.config import ClusterConfig
 from broker.errors import ConfigError, InvalidInput
 from broker.zk.nodes import ZAcl
 from broker.zk.writes import (
@@ -25,7 +26,7 @@ from broker.zk.writes import (
     check_writes,
     protection,
 )
-from console import clusters
+from console.config import clusters
 
 
 def config(**kwargs: Any) -> ClusterConfig:

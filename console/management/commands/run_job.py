@@ -1,4 +1,4 @@
-"""``manage.py run_job ID``: the process an analytics job runs in (console/jobs.py starts it)."""
+"""``manage.py run_job ID``: the process an analytics job runs in (console/background/jobs.py starts it)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console.jobs import run_job_process
+from console.background.jobs import run_job_process
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console.live_analytics import run_live_process
+from console.background.live_analytics import run_live_process
 
 
 class Command(BaseCommand):

@@ -1,0 +1,1 @@
+"""Security: ACLs and what they allow, SCRAM users, client quotas."""

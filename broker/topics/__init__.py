@@ -1,0 +1,1 @@
+"""Topics and partitions: read them, and change them."""

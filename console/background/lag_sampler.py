@@ -1,0 +1,122 @@
+"""The lag sampler: every interval, one console process stores every group's lag per partition.
+
+Several console processes may run against one database; a lease in that database decides
+which one samples (it renews its lease each round; if it dies, another takes over when the
+lease expires). Samples older than the retention are deleted as new ones arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from broker.errors import KazamiError
+from broker.groups.lag import GroupLag, get_groups
+from console.config.clusters import get_configs, get_connection
+from console.models import LagSample, Lease
+from console.present.lag import verdicts
+
+log = logging.getLogger(__name__)
+LEASE = "lag-sampler"
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def acquire_lease(owner: str = OWNER, seconds: float | None = None, now: datetime | None = None) -> bool:
+    """True when ``owner`` holds the sampler's lease now (taken or renewed), False when another holds it."""
+    now = now or timezone.now()
+    until = now + timedelta(seconds=seconds or settings.KAZAMI_LAG_SAMPLE_INTERVAL * 3)
+    with transaction.atomic():
+        taken = Lease.objects.filter(name=LEASE).filter(models_q_free(owner, now)).update(owner=owner, expires_at=until)
+        if taken:
+            return True
+        if Lease.objects.filter(name=LEASE).exists():
+            return False
+        try:
+            with transaction.atomic():
+                Lease.objects.create(name=LEASE, owner=owner, expires_at=until)
+        except IntegrityError:
+            return False
+        return True
+
+
+def models_q_free(owner: str, now: datetime):  # type: ignore[no-untyped-def]
+    from django.db.models import Q
+
+    return Q(owner=owner) | Q(expires_at__lt=now)
+
+
+def store(cluster: str, groups: list[GroupLag], at: datetime) -> int:
+    """Store one sample per group and partition, with the status the console judges it to have now (the
+    lag report counts time in each status); returns how many rows were written."""
+    judged = verdicts(cluster, groups)
+    statuses = {(g, v.topic, v.partition): v.status for g, verdict in judged.items() for v in verdict.partitions}
+    rows = [
+        LagSample(
+            cluster=cluster,
+            group=g.group_id,
+            topic=p.topic,
+            partition=p.partition,
+            at=at,
+            committed=p.committed,
+            log_end=p.log_end,
+            lag=p.lag,
+            lag_ms=p.lag_ms,
+            status=statuses.get((g.group_id, p.topic, p.partition), ""),
+        )
+        for g in groups
+        for p in g.partitions
+    ]
+    LagSample.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
+def prune(now: datetime) -> int:
+    cutoff = now - timedelta(hours=settings.KAZAMI_LAG_RETENTION_HOURS)
+    deleted, _ = LagSample.objects.filter(at__lt=cutoff).delete()
+    return deleted
+
+
+def sample_once(now: datetime | None = None) -> dict[str, int]:
+    """Sample every configured cluster once (unreachable ones are skipped); {cluster: rows stored}."""
+    now = now or timezone.now()
+    stored = {}
+    for name in get_configs():
+        try:
+            groups = get_groups(get_connection(name))
+        except KazamiError as exc:
+            log.info("lag sampler: cluster %s skipped: %s", name, exc)
+            continue
+        stored[name] = store(name, groups, now)
+    prune(now)
+    return stored
+
+
+def run_forever(stop: threading.Event) -> None:
+    """Sample at every interval while this process holds the lease."""
+    while not stop.is_set():
+        try:
+            if acquire_lease():
+                sample_once()
+        except Exception:
+            log.exception("lag sampler round failed")
+        stop.wait(settings.KAZAMI_LAG_SAMPLE_INTERVAL)
+
+
+_thread: threading.Thread | None = None
+_stop = threading.Event()
+
+
+def start() -> None:
+    """Start the sampler thread in this process (once); the ASGI app calls it when serving."""
+    global _thread
+    if _thread is None and settings.KAZAMI_LAG_SAMPLER:
+        _thread = threading.Thread(target=run_forever, args=(_stop,), name="lag-sampler", daemon=True)
+        _thread.start()

@@ -1,0 +1,199 @@
+"""Searching a topic with the filter language: the bounds a user asked for, checked, and the run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.client.connection import ClusterConnection
+from broker.decode import decode
+from broker.errors import InvalidInput
+from broker.messages import read as messages
+from broker.messages.masking import NO_MASKING, Masker
+from broker.messages.query import MessageView, Query, QueryError, parse_query
+from broker.messages.read import Message, ScanProgress
+from broker.times import parse_time
+from console.present.messages import ShownMessage, decoding_for, show
+
+MAX_SCAN_LIMIT = 5_000_000
+DEFAULT_MAX_SCAN = 100_000
+MAX_MATCHES_LIMIT = 10_000
+DEFAULT_MAX_MATCHES = 200
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    query: str = ""
+    partitions: list[int] | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    last: int | None = None  # the newest N messages of each partition
+    max_scan: int = DEFAULT_MAX_SCAN
+    max_matches: int = DEFAULT_MAX_MATCHES
+    isolation: str = "read_uncommitted"  # read_committed: only what such a consumer is given
+
+    def as_params(self) -> dict[str, str]:
+        """The spec as query-string parameters (for download links and pasted URLs)."""
+        params = {"q": self.query, "max_scan": str(self.max_scan), "max_matches": str(self.max_matches)}
+        if self.partitions is not None:
+            params["partitions"] = ",".join(str(p) for p in self.partitions)
+        if self.since_ms is not None:
+            params["since"] = str(self.since_ms)
+        if self.until_ms is not None:
+            params["until"] = str(self.until_ms)
+        if self.last is not None:
+            params["last"] = str(self.last)
+        if self.isolation != "read_uncommitted":
+            params["isolation"] = self.isolation
+        return params
+
+
+def _int(values: Mapping[str, Any], name: str, default: int | None, low: int, high: int) -> int | None:
+    raw = str(values.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a whole number, not {raw[:40]!r}.") from None
+    if not low <= number <= high:
+        raise InvalidInput(f"{name} must be between {low:,} and {high:,}, not {number:,}.")
+    return number
+
+
+def search_spec_from(values: Mapping[str, Any]) -> SearchSpec:
+    """A SearchSpec from form or query-string values; raises InvalidInput (QueryError for the query)."""
+    query = str(values.get("q") or "")
+    parse_query(query)  # refuse a bad query before anything is read
+    raw_parts = str(values.get("partitions") or "").strip()
+    partitions = None
+    if raw_parts:
+        try:
+            partitions = sorted({int(p) for p in raw_parts.replace(" ", "").split(",") if p})
+        except ValueError:
+            raise InvalidInput(f"partitions must be numbers separated by commas, not {raw_parts[:40]!r}.") from None
+        if any(p < 0 for p in partitions):
+            raise InvalidInput("partitions must not be negative.")
+    since = str(values.get("since") or "").strip()
+    until = str(values.get("until") or "").strip()
+    return SearchSpec(
+        query=query,
+        partitions=partitions,
+        since_ms=parse_time(since, "since") if since else None,
+        until_ms=parse_time(until, "until") if until else None,
+        last=_int(values, "last", None, 1, MAX_SCAN_LIMIT),
+        max_scan=_int(values, "max_scan", DEFAULT_MAX_SCAN, 1, MAX_SCAN_LIMIT) or DEFAULT_MAX_SCAN,
+        max_matches=_int(values, "max_matches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES_LIMIT) or DEFAULT_MAX_MATCHES,
+        isolation=messages.check_isolation(str(values.get("isolation") or "")),
+    )
+
+
+def message_view(message: Message) -> MessageView:
+    """What a query sees of a message: key and value decoded automatically (JSON becomes fields)."""
+    key = decode(message.key, "auto", limit=0)
+    value = decode(message.value, "auto", limit=0)
+    return MessageView(
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        timestamp=message.timestamp,
+        key=key.data if key.kind in ("json", "text") else message.key,
+        value=value.data if value.kind in ("json", "text") else message.value,
+        headers={name: _header(raw) for name, raw in message.headers},
+        size=message.size,
+        key_text=_written(message.key) if key.kind == "json" else None,
+        value_text=_written(message.value) if value.kind == "json" else None,
+        transaction=message.transaction,
+    )
+
+
+def _written(raw: bytes | None) -> str | None:
+    """JSON bytes as the text they were written as."""
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+def _header(raw: bytes | None) -> object:
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def predicate_for(query: Query, masker: Masker = NO_MASKING) -> Callable[[Message], bool]:
+    """Whether a message matches ``query``, as the user is shown it: masked by ``masker``, so a search
+    cannot find what masking hides from the user."""
+    if not query.source.strip():
+        return lambda _m: True
+    return lambda m: query.matches(message_view(masker.message(m)))
+
+
+@dataclass
+class SearchResult:
+    spec: SearchSpec
+    shown: list[ShownMessage] = field(default_factory=list)
+    progress: ScanProgress = field(default_factory=ScanProgress)
+    cut: str | None = None  # why the matches stop short of the spec's limits, if they do
+
+
+def run_search(
+    conn: ClusterConnection,
+    cluster: str,
+    topic: str,
+    spec: SearchSpec,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[ScanProgress], None] | None = None,
+    on_match: Callable[[ShownMessage], None] | None = None,
+    masker: Masker = NO_MASKING,
+) -> SearchResult:
+    """Scan ``topic`` within ``spec``'s bounds; every match is shown (decoded) and passed to ``on_match``.
+    With ``masker`` (the user's: console.config.masking.masker_for), the query is matched against the masked
+    messages and the matches are shown masked.
+
+    Raises QueryError, TopicNotFound, PartitionNotFound, ClusterUnavailable.
+    """
+    try:
+        query = parse_query(spec.query)
+    except QueryError:
+        raise
+    ranges = messages.plan_scan(
+        conn,
+        topic,
+        spec.partitions,
+        start_ms=spec.since_ms,
+        stop_ms=spec.until_ms,
+        last=spec.last,
+        isolation=spec.isolation,
+    )
+    decoding = decoding_for(cluster, topic)
+    result = SearchResult(spec=spec)
+    held = 0
+
+    def progress(p: ScanProgress) -> None:
+        result.progress = p
+        if on_progress is not None:
+            on_progress(p)
+
+    for message in messages.scan(
+        conn,
+        topic,
+        ranges,
+        predicate_for(query, masker),
+        max_scan=spec.max_scan,
+        max_matches=spec.max_matches,
+        cancel=cancel,
+        on_progress=progress,
+        isolation=spec.isolation,
+    ):
+        shown = show(cluster, masker.message(message), decoding)
+        result.shown.append(shown)
+        held += message.size
+        if on_match is not None:
+            on_match(shown)
+        if held >= messages.PAGE_BYTES:
+            result.cut = f"The matches so far hold more than {messages.PAGE_BYTES // (1024 * 1024)} MB; search stopped."
+            break
+    return result

@@ -1,0 +1,86 @@
+"""Lag status and history for the pages: Burrow's rules over the stored samples, with lag at request time."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from broker.groups.lag import GroupLag
+from broker.groups.lag_status import GroupVerdict, Observation, Rules, evaluate_group
+from console.models import LagSample
+
+RANGES = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24)}
+
+
+def rules() -> Rules:
+    return Rules(window=settings.KAZAMI_LAG_WINDOW, allowed_lag=settings.KAZAMI_LAG_ALLOWED)
+
+
+def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
+    """Each group's status from its recent samples (one query for all groups) and its lag now."""
+    if not groups:
+        return {}
+    r = rules()
+    span = timedelta(seconds=settings.KAZAMI_LAG_SAMPLE_INTERVAL * (r.window + 2))
+    since = timezone.now() - span * 3
+    history: dict[str, dict[tuple[str, int], list[Observation]]] = defaultdict(lambda: defaultdict(list))
+    ids = {g.group_id for g in groups}
+    samples = (
+        LagSample.objects.filter(cluster=cluster, at__gte=since, committed__isnull=False, log_end__isnull=False)
+        .order_by("at")
+        .values_list("group", "topic", "partition", "at", "committed", "log_end")
+    )
+    for group, topic, partition, at, committed, log_end in samples.iterator(chunk_size=5000):
+        if group in ids and committed is not None and log_end is not None:
+            history[group][(topic, partition)].append(Observation(int(at.timestamp() * 1000), committed, log_end))
+    now_ms = int(timezone.now().timestamp() * 1000)
+    result = {}
+    for g in groups:
+        parts = {
+            (p.topic, p.partition): history[g.group_id].get((p.topic, p.partition), [])
+            for p in g.partitions
+            if p.committed is not None
+        }
+        # Lag now is what waits for the group: a marker after its last record is not lag (see waiting_end).
+        ends = {(p.topic, p.partition): p.waiting_end for p in g.partitions if p.waiting_end is not None}
+        # What is read now joins the history only when the offset moved since the last sample: a frozen
+        # offset must keep the time of its last sample, or a stopped consumer would never look stopped.
+        # (Its lag is still taken now, from the log ends.)
+        for p in g.partitions:
+            key = (p.topic, p.partition)
+            if p.committed is not None and p.log_end is not None:
+                seen = parts[key]
+                if not seen or seen[-1].committed != p.committed:
+                    parts[key] = [*seen, Observation(g.fetched_at_ms, p.committed, p.log_end)]
+        consumed = {(p.topic, p.partition) for p in g.partitions if p.member_id}
+        result[g.group_id] = evaluate_group(parts, now_ms, ends, r, consumed)
+    return result
+
+
+def history_series(cluster: str, group: str, window: str) -> dict[str, Any]:
+    """Chart data: total lag and lag per partition over ``window`` (a key of RANGES), oldest first."""
+    since = timezone.now() - RANGES[window]
+    rows = (
+        LagSample.objects.filter(cluster=cluster, group=group, at__gte=since)
+        .order_by("at")
+        .values_list("at", "topic", "partition", "lag")
+    )
+    times: list[int] = []
+    totals: dict[int, int] = {}
+    per: dict[str, dict[int, int | None]] = defaultdict(dict)
+    for at, topic, partition, lag in rows.iterator(chunk_size=5000):
+        ms = int(at.timestamp() * 1000)
+        if ms not in totals:
+            times.append(ms)
+            totals[ms] = 0
+        totals[ms] += lag or 0
+        per[f"{topic}-{partition}"][ms] = lag
+    return {
+        "times": times,
+        "total": [totals[t] for t in times],
+        "partitions": {name: [values.get(t) for t in times] for name, values in sorted(per.items())},
+    }

@@ -1,0 +1,113 @@
+"""A message as the pages show it: decoded key, value and headers, and its own URL."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.urls import reverse
+
+from broker.decode import AvroSchema, Decoded, SchemaError, decode, parse_avro_schema
+from broker.messages.masking import masked_labels
+from broker.messages.read import Message
+from console.models import TopicSchema
+
+LIST_LIMIT = 2_000  # characters of a key or value decoded for a list of messages
+PREVIEW_LIMIT = 400  # characters of the one-line preview in a list
+DETAIL_LIMIT = 200_000  # on the message's own page
+
+
+@dataclass(frozen=True)
+class Header:
+    name: str
+    value: Decoded
+
+
+@dataclass(frozen=True)
+class ShownMessage:
+    message: Message
+    key: Decoded
+    value: Decoded
+    headers: list[Header]
+    url: str
+    key_preview: str = ""
+    value_preview: str = ""
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        """What masking hid of this message from the user it is shown to (see broker.messages.masking)."""
+        return masked_labels(self.message)
+
+    @property
+    def key_masked(self) -> bool:
+        return any(label.startswith("key ") for label in self.masked)
+
+    @property
+    def value_masked(self) -> bool:
+        return any(not label.startswith(("key ", "header ")) for label in self.masked)
+
+    @property
+    def time_utc(self) -> str:
+        if self.message.timestamp is None:
+            return ""
+        return datetime.fromtimestamp(self.message.timestamp / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How to decode a topic's keys and values, with the schemas uploaded for it."""
+
+    key_as: str = "auto"
+    value_as: str = "auto"
+    key_schema: AvroSchema | None = None
+    value_schema: AvroSchema | None = None
+    schema_errors: tuple[str, ...] = ()
+
+
+def decoding_for(cluster: str, topic: str, key_as: str = "auto", value_as: str = "auto") -> Decoding:
+    """The requested decodings plus the topic's stored Avro schemas (a stored schema that no longer parses
+    is reported, not raised)."""
+    schemas: dict[str, AvroSchema] = {}
+    errors = []
+    for stored in TopicSchema.objects.filter(cluster=cluster, topic=topic):
+        try:
+            schemas[stored.part] = parse_avro_schema(stored.schema)
+        except SchemaError as exc:
+            errors.append(f"The stored {stored.part} schema does not parse: {exc}")
+    return Decoding(
+        key_as=key_as,
+        value_as=value_as,
+        key_schema=schemas.get("key"),
+        value_schema=schemas.get("value"),
+        schema_errors=tuple(errors),
+    )
+
+
+def preview(decoded: Decoded, raw: bytes | None) -> str:
+    """One line for a list: compact JSON, the text, or the first bytes in hex; cut at PREVIEW_LIMIT."""
+    if decoded.kind in ("json", "avro"):
+        line = json.dumps(decoded.data, ensure_ascii=False, separators=(", ", ": "), default=str)
+    elif decoded.kind == "binary" and raw is not None:
+        line = raw[: PREVIEW_LIMIT // 3].hex(" ")
+    else:
+        line = decoded.text
+    return line if len(line) <= PREVIEW_LIMIT else line[:PREVIEW_LIMIT] + "…"
+
+
+def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_LIMIT) -> ShownMessage:
+    key = decode(message.key, decoding.key_as, decoding.key_schema, limit=limit)
+    value = decode(message.value, decoding.value_as, decoding.value_schema, limit=limit)
+    url = reverse(
+        "message-detail",
+        kwargs={"cluster": cluster, "topic": message.topic, "partition": message.partition, "offset": message.offset},
+    )
+    return ShownMessage(
+        message=message,
+        key=key,
+        value=value,
+        headers=[Header(name, decode(raw, "auto", limit=limit)) for name, raw in message.headers],
+        url=url,
+        key_preview=preview(key, message.key),
+        value_preview=preview(value, message.value),
+    )

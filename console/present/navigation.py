@@ -1,0 +1,60 @@
+"""The sections of a cluster's pages, in the order the navigation shows them.
+
+A new page slots in by adding a Section here and a URL named ``cluster-<key>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+
+from console.config.clusters import get_configs
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    url_name: str
+
+
+SECTIONS: list[Section] = [
+    Section("overview", "Overview", "cluster-overview"),
+    Section("quorum", "Controllers", "quorum"),
+    Section("replication", "Replication", "replication"),
+    Section("topics", "Topics", "topic-list"),
+    Section("groups", "Consumer groups", "group-list"),
+    Section("transactions", "Transactions", "transaction-list"),
+    Section("acls", "ACLs", "acl-list"),
+    Section("connectors", "Connect", "connector-list"),
+    Section("analytics", "Analytics", "analytics-home"),
+]
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Template context: the sections, the configured cluster names and the current cluster."""
+    match = getattr(request, "resolver_match", None)
+    current = match.kwargs.get("cluster") if match else None
+    clusters = list(get_configs())
+    return {
+        "nav_sections": SECTIONS,
+        "nav_clusters": clusters,
+        "nav_cluster": current,
+        # Pages outside a cluster (audit log, users) still lead back to the only cluster's sections.
+        "nav_sections_cluster": current or (clusters[0] if len(clusters) == 1 else None),
+        "nav_current": match.url_name if match else None,
+        "nav_section": _section_of(match.url_name if match else None),
+    }
+
+
+def _section_of(url_name: str | None) -> str | None:
+    """The section a page belongs to: its URL name's first word (``topic-detail`` -> topics)."""
+    if not url_name:
+        return None
+    head = url_name.split("-")[0]
+    for section in SECTIONS:
+        if section.key == head or section.key == head + "s" or section.url_name == url_name:
+            return section.key
+    return None
