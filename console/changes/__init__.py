@@ -16,9 +16,8 @@ from broker.client.connection import ClusterConnection
 from broker.errors import KazamiError
 from broker.groups import lag as groups
 from broker.groups.resets import ResetSpec
-from broker.messages import read as messages
 from broker.messages import transactions
-from broker.messages.read import Produced
+from broker.messages.produce import Produced, do_produce
 from broker.replication import reassign as reassignment
 from broker.security import quotas
 from broker.topics import read as topics
@@ -92,7 +91,7 @@ def produce(request: HttpRequest, conn: ClusterConnection, cluster: str, topic: 
         cluster,
         topic,
         form.audit_params(),
-        lambda: messages.do_produce(
+        lambda: do_produce(
             conn, topic, data["key_bytes"], data["value_bytes"], data["header_list"], data.get("partition")
         ),
         lambda done: f"written to partition {done.partition} at offset {done.offset}",

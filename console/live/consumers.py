@@ -22,8 +22,10 @@ from django.urls import reverse
 
 from broker.errors import KazamiError
 from broker.messages import read as messages
+from broker.messages.log import Message
 from broker.messages.masking import Masker
-from broker.messages.read import Message, ScanProgress, Tail
+from broker.messages.scan import ScanProgress
+from broker.messages.tail import Tail
 from broker.topics import read as topics
 from console.access import has
 from console.config.clusters import get_configs, get_connection

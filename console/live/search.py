@@ -11,9 +11,11 @@ from broker.client.connection import ClusterConnection
 from broker.decode import decode
 from broker.errors import InvalidInput
 from broker.messages import read as messages
+from broker.messages.log import Message
 from broker.messages.masking import NO_MASKING, Masker
-from broker.messages.query import MessageView, Query, QueryError, parse_query
-from broker.messages.read import Message, ScanProgress
+from broker.messages.query import Query, parse_query
+from broker.messages.query_terms import MessageView, QueryError
+from broker.messages.scan import ScanProgress, plan_scan, scan
 from broker.times import parse_time
 from console.present.messages import ShownMessage, decoding_for, show
 
@@ -159,7 +161,7 @@ def run_search(
         query = parse_query(spec.query)
     except QueryError:
         raise
-    ranges = messages.plan_scan(
+    ranges = plan_scan(
         conn,
         topic,
         spec.partitions,
@@ -177,7 +179,7 @@ def run_search(
         if on_progress is not None:
             on_progress(p)
 
-    for message in messages.scan(
+    for message in scan(
         conn,
         topic,
         ranges,

@@ -8,9 +8,8 @@ from django.http import HttpResponse
 
 from broker.decode import decode, wire_value
 from broker.errors import InvalidInput, NotFound
-from broker.messages.log import hidden_reason
+from broker.messages.log import Message, hidden_reason
 from broker.messages.masking import masked_labels
-from broker.messages.read import Message
 from console.access import Forbidden
 from console.present.messages import Decoding, ShownMessage
 

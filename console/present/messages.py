@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from django.urls import reverse
 
 from broker.decode import AvroSchema, Decoded, SchemaError, decode, parse_avro_schema
+from broker.messages.log import Message
 from broker.messages.masking import masked_labels
-from broker.messages.read import Message
 from console.models import TopicSchema
 
 LIST_LIMIT = 2_000  # characters of a key or value decoded for a list of messages

@@ -19,6 +19,7 @@ from broker.groups import lag as groups
 from broker.groups.resets import parse_spec
 from broker.messages import read as messages
 from broker.messages.partitioners import CHOICES
+from broker.messages.scan import find_by_key
 from broker.replication.health import get_replication
 from broker.topics import read as topics
 from console import changes
@@ -320,7 +321,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
         raise InvalidInput(f"key: {exc}") from None
     partitioner = choice_param(request, "partitioner", CHOICES, "auto")
     masked = masker_for(request.user, cluster, topic).message
-    found = messages.find_by_key(get_connection(cluster), topic, key, partitioner, masked=masked)
+    found = find_by_key(get_connection(cluster), topic, key, partitioner, masked=masked)
     decoding = decoding_for(cluster, topic)
     return {
         "partitioner": found.partitioner,

@@ -20,6 +20,7 @@ from broker.messages import read as messages
 from broker.messages.masking import Masker
 from broker.messages.partitioners import CHOICES, PARTITIONERS
 from broker.messages.query import describe_syntax
+from broker.messages.scan import find_by_key
 from broker.topics import read as topics
 from console import changes
 from console.access import needs, perform
@@ -142,9 +143,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             # Every partition: the search page reads them with progress and can be stopped.
             query = urlencode({"q": search_query, "start": "1"})
             return redirect(f"{reverse('topic-search', kwargs={'cluster': cluster, 'topic': topic})}?{query}")
-        found = messages.find_by_key(
-            conn, topic, key, partitioner, masked=masker_for(request.user, cluster, topic).message
-        )
+        found = find_by_key(conn, topic, key, partitioner, masked=masker_for(request.user, cluster, topic).message)
         decoding = _decoding(request, cluster, topic)
         context.update(
             found=found, shown=[show(cluster, m, decoding) for m in found.matches], search_query=search_query

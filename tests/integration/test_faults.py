@@ -31,7 +31,7 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from broker.local import launcher
-from broker.messages.read import do_produce
+from broker.messages.produce import do_produce
 from console.asgi import application
 from console.background import lag_sampler
 from console.config.clusters import get_connection

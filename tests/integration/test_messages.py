@@ -464,7 +464,7 @@ def test_the_tail_keeps_a_bounded_buffer_and_counts_what_it_drops(
 ) -> None:
     import time
 
-    from broker.messages.read import Tail
+    from broker.messages.tail import Tail
     from console.config.clusters import get_connection
 
     name = create_topic(unique("mflood"), partitions=1)

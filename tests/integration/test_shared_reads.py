@@ -14,7 +14,7 @@ from broker.client.config import ClusterConfig
 from broker.client.connection import ClusterConnection
 from broker.groups import lag as groups
 from broker.local import launcher
-from broker.messages import read as messages
+from broker.messages.produce import do_produce
 from broker.topics import read as topics
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
@@ -49,7 +49,7 @@ def test_a_topic_read_is_kept_until_a_change_through_the_console(kept: ClusterCo
     assert ends(topics.get_topic(kept, name)) == [0]  # kept: what a page shows for up to max_age
     assert kept.reads.asked == asked
 
-    written = messages.do_produce(kept, name, key=None, value=b"through the console", partition=0)
+    written = do_produce(kept, name, key=None, value=b"through the console", partition=0)
     assert written.offset == 1
     assert ends(topics.get_topic(kept, name)) == [2]  # the console's own change: asked again at once
     assert kept.reads.asked == asked + 2  # the produce's partition check, then the topic

@@ -11,7 +11,7 @@ from django.test import Client
 from kafka import KafkaAdminClient, KafkaConsumer
 
 from broker.local import launcher
-from broker.messages import read as messages
+from broker.messages.tail import Tail
 from broker.topics import read as topics
 from console.config.clusters import get_connection
 from tests.conftest import BOOTSTRAP, KRAFT, logged_in
@@ -350,9 +350,9 @@ def test_a_partition_without_leader_is_unavailable_while_the_rest_renders(
         assert (searched["matched"], searched["unreadable_partitions"]) == (3, [2])  # said, not skipped silently
         page = client.get(f"/clusters/local/topics/{name}/search/", {"q": "", "run": "1"}).content.decode()
         assert "Partition 2 has no leader now: not searched." in page
-        tail = messages.Tail(get_connection("local"), name, [0, 2])  # what an open tail shows (not started)
+        tail = Tail(get_connection("local"), name, [0, 2])  # what an open tail shows (not started)
         assert tail.trouble() == "Partition 2 has no leader now: new messages there show once one is elected."
-        assert messages.Tail(get_connection("local"), name, [0, 1]).trouble() is None
+        assert Tail(get_connection("local"), name, [0, 1]).trouble() is None
         listed = client.get("/api/clusters/local/topics/", {"q": name}).json()["topics"][0]
         assert listed["offline_partitions"] == 1
     finally:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from broker.errors import KazamiError
-from broker.messages.query import MessageView, QueryError, describe_syntax, parse_query
+from broker.messages.query import describe_syntax, parse_query
+from broker.messages.query_terms import MessageView, QueryError
 
 ORDER = {
     "status": "error",
