@@ -51,7 +51,7 @@ def fresh_topic(admin: KafkaAdminClient, name: str, replicas: int) -> str:
     topic = f"{name}-{time.strftime('%Y%m%d%H%M%S')}"
     admin.create_topics([NewTopic(topic, PARTITIONS, replicas)])
     admin.wait_for_topics([topic], timeout_ms=60_000)
-    from broker.topics.read import settled_everywhere
+    from broker.topics.changes import settled_everywhere
 
     settled_everywhere(admin, [topic], 60, PARTITIONS)
     return topic

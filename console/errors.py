@@ -24,7 +24,7 @@ from broker.errors import (
     PartitionUnavailable,
     UnknownCluster,
 )
-from broker.groups.lag import GroupActive
+from broker.groups.changes import GroupActive
 from console.access import Forbidden, ReadOnlyCluster, wants_json
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from kafka.errors import TopicAlreadyExistsError
 from broker.client.connection import live_brokers
 from broker.demo import web
 from broker.errors import ClusterUnavailable
-from broker.topics.read import settled_everywhere
+from broker.topics.changes import settled_everywhere
 
 
 @dataclass(frozen=True)

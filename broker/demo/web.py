@@ -40,7 +40,7 @@ from broker.client.connection import live_brokers
 from broker.demo.batches import BatchProducer, encode_batches, key_field, topic_leaders
 from broker.errors import ClusterUnavailable, KafkaRefused, KazamiError
 from broker.messages.partitioners import murmur2_partition
-from broker.topics.read import settled_everywhere
+from broker.topics.changes import settled_everywhere
 
 # Shares of page views, and of sessions.
 SEARCH_SHARE = 0.12  # page views that are a search result page

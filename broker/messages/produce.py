@@ -8,6 +8,7 @@ import kafka.errors
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable
+from broker.topics.changes import refusal
 from broker.topics.read import get_partition, get_topic_partitions
 
 
@@ -31,7 +32,6 @@ def do_produce(
 
     Raises PartitionNotFound, TopicNotFound, KafkaRefused (e.g. too large), ClusterUnavailable.
     """
-    from broker.topics.read import _refused
 
     if partition is not None:
         get_partition(conn, topic, partition)
@@ -48,7 +48,7 @@ def do_produce(
             "it may or may not have been written."
         ) from None
     except kafka.errors.KafkaError as exc:
-        raise _refused(exc) from None
+        raise refusal(exc) from None
     finally:
         conn.reads.forget()  # the partition's end offset moved (or may have)
     return Produced(

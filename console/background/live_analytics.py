@@ -28,6 +28,7 @@ from analytics.live import Figure
 from analytics.spark import check_spark, first_line
 from broker.errors import AlreadyExists, InvalidInput, KazamiError
 from broker.topics import read as topics
+from broker.topics.changes import do_create_topic
 from console.background.jobs import alive, jobs_dir, spark_settings, spawn_command
 from console.config.clusters import get_configs, get_connection
 from console.models import LiveFigure, LiveQuery
@@ -164,7 +165,7 @@ def run_live_process(cluster: str) -> int:
         output = settings.KAZAMI_ANALYTICS_LIVE_TOPIC or None
         if output:
             with contextlib.suppress(AlreadyExists):
-                topics.do_create_topic(get_connection(cluster), output, 1, min(3, _brokers(cluster)))
+                do_create_topic(get_connection(cluster), output, 1, min(3, _brokers(cluster)))
         spark = start_session(spark_settings(f"kazami live {cluster}"))
         query = start_query(
             spark,

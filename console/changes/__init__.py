@@ -14,13 +14,19 @@ from django.http import HttpRequest
 
 from broker.client.connection import ClusterConnection
 from broker.errors import KazamiError
-from broker.groups import lag as groups
+from broker.groups.changes import ResetResult, do_delete_group, do_delete_offsets, do_reset_offsets
 from broker.groups.resets import ResetSpec
 from broker.messages import transactions
 from broker.messages.produce import Produced, do_produce
 from broker.replication import reassign as reassignment
 from broker.security import quotas
-from broker.topics import read as topics
+from broker.topics.changes import (
+    do_add_partitions,
+    do_alter_topic_configs,
+    do_create_topic,
+    do_delete_records,
+    do_delete_topic,
+)
 from broker.zk import writes as zk_writes
 from broker.zk.nodes import ZStat
 from console.access import perform, record, require
@@ -38,7 +44,7 @@ def create_topic(request: HttpRequest, conn: ClusterConnection, cluster: str, fo
         cluster,
         data["name"],
         params,
-        lambda: topics.do_create_topic(conn, data["name"], data["partitions"], data["replication_factor"], configs),
+        lambda: do_create_topic(conn, data["name"], data["partitions"], data["replication_factor"], configs),
     )
 
 
@@ -49,7 +55,7 @@ def add_partitions(request: HttpRequest, conn: ClusterConnection, cluster: str, 
         cluster,
         topic,
         {"total": total},
-        lambda: topics.do_add_partitions(conn, topic, total),
+        lambda: do_add_partitions(conn, topic, total),
     )
 
 
@@ -62,7 +68,7 @@ def alter_configs(
         cluster,
         topic,
         {"set": chosen, "reset": reset},
-        lambda: topics.do_alter_topic_configs(conn, topic, chosen, reset),
+        lambda: do_alter_topic_configs(conn, topic, chosen, reset),
     )
 
 
@@ -75,12 +81,12 @@ def delete_records(
         cluster,
         topic,
         {"before_offsets": {str(p): o for p, o in sorted(plan.items())}},
-        lambda: topics.do_delete_records(conn, topic, plan),
+        lambda: do_delete_records(conn, topic, plan),
     )
 
 
 def delete_topic(request: HttpRequest, conn: ClusterConnection, cluster: str, topic: str) -> None:
-    perform(request, "topic.delete", cluster, topic, {}, lambda: topics.do_delete_topic(conn, topic))
+    perform(request, "topic.delete", cluster, topic, {}, lambda: do_delete_topic(conn, topic))
 
 
 def produce(request: HttpRequest, conn: ClusterConnection, cluster: str, topic: str, form: ProduceForm) -> Produced:
@@ -106,20 +112,20 @@ def reset_offsets(
     chosen: list[str] | None,
     spec: ResetSpec,
     value: Any,
-) -> groups.ResetResult:
+) -> ResetResult:
     return perform(
         request,
         "group.reset_offsets",
         cluster,
         group,
         {"strategy": spec.strategy, "value": value, "topics": chosen or "every consumed topic"},
-        lambda: groups.do_reset_offsets(conn, group, chosen, spec, dry_run=False),
+        lambda: do_reset_offsets(conn, group, chosen, spec, dry_run=False),
         lambda result: f"{len(result.planned)} partitions reset",
     )
 
 
 def delete_group(request: HttpRequest, conn: ClusterConnection, cluster: str, group: str) -> None:
-    perform(request, "group.delete", cluster, group, {}, lambda: groups.do_delete_group(conn, group))
+    perform(request, "group.delete", cluster, group, {}, lambda: do_delete_group(conn, group))
 
 
 def delete_offsets(request: HttpRequest, conn: ClusterConnection, cluster: str, group: str, topic: str) -> int:
@@ -129,7 +135,7 @@ def delete_offsets(request: HttpRequest, conn: ClusterConnection, cluster: str, 
         cluster,
         group,
         {"topic": topic},
-        lambda: groups.do_delete_offsets(conn, group, topic),
+        lambda: do_delete_offsets(conn, group, topic),
         lambda count: f"offsets of {count} partitions deleted",
     )
 

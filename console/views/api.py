@@ -16,6 +16,7 @@ from broker.cluster.quorum import get_quorum
 from broker.decode import InputError, encode_input
 from broker.errors import InvalidInput
 from broker.groups import lag as groups
+from broker.groups.changes import do_reset_offsets
 from broker.groups.resets import parse_spec
 from broker.messages import read as messages
 from broker.messages.partitioners import CHOICES
@@ -423,7 +424,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
     spec = parse_spec(str(body.get("strategy", "")), None if value is None else str(value), int(time.time() * 1000))
     conn = get_connection(cluster)
     if dry_run:
-        result = groups.do_reset_offsets(conn, group, topics_wanted, spec, dry_run=True)
+        result = do_reset_offsets(conn, group, topics_wanted, spec, dry_run=True)
     else:
         result = changes.reset_offsets(request, conn, cluster, group, topics_wanted, spec, value)
     return {

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker.errors import InvalidInput, KazamiError
 from broker.groups import lag as groups
+from broker.groups.changes import do_reset_offsets
 from console import changes
 from console.access import needs, token_allowed
 from console.config.clusters import get_configs, get_connection
@@ -191,7 +192,7 @@ def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
             if execute:
                 result = changes.reset_offsets(request, conn, cluster, group, chosen, spec, request.POST.get("value"))
             else:
-                result = groups.do_reset_offsets(conn, group, chosen, spec, dry_run=True)
+                result = do_reset_offsets(conn, group, chosen, spec, dry_run=True)
         except KazamiError as exc:
             status = status_of(exc)[0]
             if status == 404:

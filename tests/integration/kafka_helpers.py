@@ -45,7 +45,7 @@ def create_topic(
 def wait_known_everywhere(client: KafkaAdminClient, topics: list[str], timeout: float = 30) -> None:
     """Wait until every broker's own metadata lists ``topics``: ``wait_for_topics`` asks only one, and
     the console may ask any."""
-    from broker.topics.read import settled_everywhere
+    from broker.topics.changes import settled_everywhere
 
     assert settled_everywhere(client, topics, timeout), f"not every broker learnt of {topics} in {timeout:.0f} s"
 

@@ -24,7 +24,7 @@ from broker.local import launcher
 from broker.local.certs import encrypt_key, generate_certs
 from broker.messages import read as messages
 from broker.messages.produce import do_produce
-from broker.topics import read as topics
+from broker.topics.changes import do_create_topic
 from tests.conftest import TEST_VAR
 
 pytestmark = [
@@ -118,7 +118,7 @@ def test_it_creates_writes_and_reads_a_topic_over_sasl_ssl(
     assert config.ssl_certfile
     conn = connect(config)
     topic = f"secure-{mechanism.lower()}-{secrets.token_hex(3)}"
-    topics.do_create_topic(conn, topic, 1, 1)
+    do_create_topic(conn, topic, 1, 1)
     produced = do_produce(conn, topic, b"key", f"over {mechanism}".encode())
     page = messages.get_page(conn, topic, 0)
     assert [(m.key, m.value) for m in page.messages] == [(b"key", f"over {mechanism}".encode())]
@@ -139,7 +139,7 @@ def test_group_lag_and_lag_in_time_are_read_over_sasl_ssl(listener: launcher.Sec
     config = listener.client_config("SCRAM-SHA-512")
     conn = connect(config)
     topic, group = f"secure-lag-{secrets.token_hex(3)}", f"secure-group-{secrets.token_hex(3)}"
-    topics.do_create_topic(conn, topic, 1, 1)
+    do_create_topic(conn, topic, 1, 1)
     for n in range(3):
         do_produce(conn, topic, None, f"m{n}".encode())
     committer = KafkaConsumer(group_id=group, enable_auto_commit=False, **config.client_options())

@@ -16,6 +16,7 @@ from broker.groups import lag as groups
 from broker.local import launcher
 from broker.messages.produce import do_produce
 from broker.topics import read as topics
+from broker.topics.changes import do_create_topic
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import aged_topic, commit
@@ -58,7 +59,7 @@ def test_a_topic_read_is_kept_until_a_change_through_the_console(kept: ClusterCo
 def test_a_topic_created_through_the_console_is_listed_at_once(kept: ClusterConnection) -> None:
     before = {t.name for t in topics.get_topics(kept)}
     name = unique("shared-new")
-    topics.do_create_topic(kept, name, partitions=2, replication_factor=1)
+    do_create_topic(kept, name, partitions=2, replication_factor=1)
     # The brokers' metadata may show a new topic a moment after the controller made it: wait until the
     # cluster itself lists it, well within the kept answer's max_age.
     fresh = connection(max_age=0)

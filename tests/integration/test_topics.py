@@ -13,6 +13,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from broker.local import launcher
 from broker.messages.tail import Tail
 from broker.topics import read as topics
+from broker.topics.changes import settled_everywhere
 from console.config.clusters import get_connection
 from tests.conftest import BOOTSTRAP, KRAFT, logged_in
 from tests.integration.kafka_helpers import admin, create_topic, produce, unique, wait_healthy
@@ -227,7 +228,7 @@ def every_broker_knows(name: str, partitions: int, gone: bool = False) -> bool:
     it no more), asked once."""
     client = admin()
     try:
-        return topics.settled_everywhere(client, [name], timeout=0, partitions=partitions, gone=gone)
+        return settled_everywhere(client, [name], timeout=0, partitions=partitions, gone=gone)
     finally:
         client.close()
 
