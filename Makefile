@@ -95,10 +95,11 @@ test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKee
 	$(PY) -m pytest
 	KAZAMI_TEST_CLUSTER=kraft $(PY) -m pytest -m "kafka and not spark" tests/integration tests/browser
 
-lint: install ## ruff (lint + format check) and mypy
+lint: install ## ruff (lint + format check), mypy, and the layer contract (lint-imports: no Django below console/, no cycles)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
+	$(VENV)/bin/lint-imports --no-cache
 
 format: install ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

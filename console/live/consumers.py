@@ -29,7 +29,7 @@ from broker.messages.tail import Tail
 from broker.topics import read as topics
 from console.access import has
 from console.config.clusters import get_configs, get_connection
-from console.config.masking import masker_for
+from console.present.masking import masker_for
 from console.live import pollers
 from console.live.fragments import LIVE_FRAGMENTS
 from console.live.search import SearchSpec, run_search, search_spec_from

@@ -152,7 +152,7 @@ def run_search(
     masker: Masker = NO_MASKING,
 ) -> SearchResult:
     """Scan ``topic`` within ``spec``'s bounds; every match is shown (decoded) and passed to ``on_match``.
-    With ``masker`` (the user's: console.config.masking.masker_for), the query is matched against the masked
+    With ``masker`` (the user's: console.present.masking.masker_for), the query is matched against the masked
     messages and the matches are shown masked.
 
     Raises QueryError, TopicNotFound, PartitionNotFound, ClusterUnavailable.

@@ -1,1 +1,2 @@
-"""How pages show things: messages decoded and as JSON, lag status, lists filtered and sorted, the navigation."""
+"""How pages show things: messages decoded (and masked for whom), messages as JSON, lag status, lists
+filtered and sorted, the navigation."""

@@ -26,7 +26,7 @@ from broker.topics import read as topics
 from console import changes
 from console.access import guard, needs, public
 from console.config.clusters import get_configs, get_connection
-from console.config.masking import masker_for
+from console.present.masking import masker_for
 from console.errors import api_view
 from console.forms import (
     AddPartitionsForm,

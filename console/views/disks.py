@@ -26,7 +26,7 @@ from broker.segments import (
 )
 from broker.topics import read as topics
 from console.config.clusters import get_connection
-from console.config.masking import masker_for
+from console.present.masking import masker_for
 from console.errors import api_view, page_view
 from console.params import int_param
 

@@ -1,5 +1,5 @@
 """The masking rules of a cluster (admins only; domain in broker/messages/masking.py, settings in
-console/config/masking.py), and a try-out: one record as each role below admin is shown it."""
+console/present/masking.py), and a try-out: one record as each role below admin is shown it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from broker.messages import read as messages
 from broker.messages.masking import ROLE_LEVELS, MaskRule, masked_labels
 from console.access import ADMIN, Forbidden, role_of
 from console.config.clusters import get_connection
-from console.config.masking import get_rules, masker_for_role
+from console.present.masking import get_rules, masker_for_role
 from console.errors import api_view, page_view
 from console.params import int_param
 from console.present.message_json import message_json

@@ -25,7 +25,7 @@ from broker.topics import read as topics
 from console import changes
 from console.access import needs, perform
 from console.config.clusters import get_connection
-from console.config.masking import masker_for
+from console.present.masking import masker_for
 from console.errors import page_view, status_of
 from console.forms import ProduceForm, SchemaForm
 from console.live.search import SearchSpec, run_search, search_spec_from
