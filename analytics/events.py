@@ -1,6 +1,6 @@
 """The web events the reports read, parsed from Kafka records, and why a record is not one.
 
-An event is a JSON object with a ``type`` and the fields its type needs (README, "Web events").
+An event is a JSON object with a ``type`` and the fields its type needs (docs/analytics.md, "Web events").
 A record that is not such an event is malformed, for one reason of :data:`REASONS`; the reports
 leave it out and the job counts it, so a bad record never fails a job:
 

@@ -1,7 +1,7 @@
 """Django settings, read strictly from the environment with safe local defaults.
 
-Every variable is listed in the README ("Configuration"). A bad value stops the
-console at start with one line naming the variable.
+Every variable is listed in docs/settings.md (or on the page it links to). A bad value stops
+the console at start with one line naming the variable.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reports computed in plain Python, straight from the README's definitions, to check Spark's
+"""The reports computed in plain Python, straight from the definitions in docs/analytics.md, to check Spark's
 numbers against: no Spark, no shared code with analytics/ beyond the names of things."""
 
 from __future__ import annotations

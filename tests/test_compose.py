@@ -1,7 +1,8 @@
 """The Docker Compose deployment: valid for a real Compose implementation, and documented as it is.
 
 These tests need neither Django nor Kafka nor a Docker engine: ``docker-compose config`` only reads,
-validates and normalizes docker-compose.yml. The README's table is compared with that normalized configuration.
+validates and normalizes docker-compose.yml. The table in docs/operations.md is compared with that normalized
+configuration.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
-README = ROOT / "README.md"
+DOCUMENTATION = ROOT / "docs" / "operations.md"
 HEADING = "## Docker Compose deployment"
 TABLE_HEADER = ["Service", "Image", "Ports", "Volumes"]
 EMPTY_CELL = {"—", "-", ""}
@@ -84,7 +85,7 @@ def _services() -> dict[str, dict[str, Any]]:
 
 
 def _port_spec(entry: str | int | dict[str, Any]) -> str:
-    """One port in the form of the README: host_ip:published:target, plus /proto unless tcp."""
+    """One port in the form of the documented table: host_ip:published:target, plus /proto unless tcp."""
     if isinstance(entry, dict):  # long syntax (Compose v2, and v1 for ports without a host IP)
         host_ip = entry.get("host_ip")
         published = entry.get("published")
@@ -137,12 +138,12 @@ def _listeners(value: str) -> dict[str, str]:
     return listeners
 
 
-# --- the README table ---------------------------------------------------------------------------------
+# --- the documented table -----------------------------------------------------------------------------
 
 
 def _documentation() -> Path:
-    """The README, whose Docker Compose section describes the deployment."""
-    return README
+    """docs/operations.md, whose Docker Compose section describes the deployment."""
+    return DOCUMENTATION
 
 
 def _section_lines(path: Path) -> list[str]:
@@ -270,7 +271,7 @@ def test_the_console_publishes_8888_and_reaches_the_brokers_redis_and_postgres()
     assert {*BROKERS, "redis", "postgres"} <= _depends_on(console)
 
 
-def test_readme_table_matches_services_ports_and_volumes() -> None:
+def test_documented_table_matches_services_ports_and_volumes() -> None:
     services = _services()
     table = _table()
 
@@ -283,7 +284,7 @@ def test_readme_table_matches_services_ports_and_volumes() -> None:
     }
 
 
-def test_readme_table_names_the_image_of_each_service() -> None:
+def test_documented_table_names_the_image_of_each_service() -> None:
     services = _services()
     table = _table()
 

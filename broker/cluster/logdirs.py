@@ -136,7 +136,7 @@ def replica_dir(conn: ClusterConnection, broker: int, topic: str, partition: int
             if log_dir.local is None:
                 raise NotFound(
                     f"Broker {broker} keeps partition {partition} of {topic!r} in {log_dir.path}, which cannot be "
-                    "read from the console's machine (see KAZAMI_LOG_DIRS in the README)."
+                    "read from the console's machine (see KAZAMI_LOG_DIRS in docs/settings.md)."
                 )
             return partition_dir(log_dir.local, topic, partition)
     raise NotFound(f"Broker {broker} holds no replica of partition {partition} of {topic!r}.")

@@ -85,7 +85,7 @@ def test_tombstones_binary_keys_and_invalid_utf8_are_told_apart(client: Client) 
     raw = client.get(f"/clusters/local/topics/{name}/partitions/0/offsets/1/", {"download": "key"})
     assert raw["Content-Type"] == "application/octet-stream"
     assert raw.content == binary
-    # The API path the README documents downloads the same bytes; null is not an empty file.
+    # The API path docs/pages-and-api.md documents downloads the same bytes; null is not an empty file.
     api = f"/api/clusters/local/topics/{name}/partitions/0/messages/"
     assert client.get(f"{api}1", {"download": "value"}).content == b"\xff\xfe not utf-8"
     assert client.get(f"{api}1", {"download": "key"}).content == binary
