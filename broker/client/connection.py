@@ -16,7 +16,7 @@ import queue
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import kafka.errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.metadata import CoordinatorType
 
 from broker.client.config import ClusterConfig, ssl_context
 from broker.client.diagnose import diagnose_refusal
@@ -498,14 +499,26 @@ def live_brokers(admin: KafkaAdminClient, conn: ClusterConnection | None = None)
     return alive
 
 
-def send_request(admin: KafkaAdminClient, request: Any, unsupported: str | None = None) -> Any:
-    """Send a request kafka-python's admin client has no call for, through its own connections (to any
-    broker it picks), and return the answer. With ``unsupported``, brokers too old for the request raise
-    NotSupported with that text."""
+def send_request(
+    admin: KafkaAdminClient,
+    request: Any,
+    unsupported: str | None = None,
+    *,
+    node: int | None = None,
+    timeout_ms: int | None = None,
+) -> Any:
+    """Send a request kafka-python's admin client has no call for, through its own connections, and return
+    the answer: to broker ``node`` (any broker the client picks when None), waiting at most ``timeout_ms``
+    for it (the client's request_timeout_ms when None). Raises the kafka.errors exception the request
+    failed with; with ``unsupported``, brokers too old for the request raise NotSupported with that text.
+
+    This module is the only one that reaches into the admin client's connection manager (kafka-python
+    3.0.x has no public call for any of this): send_requests, find_coordinators, forget_coordinators and
+    broker_versions are the rest of what the areas need of it."""
     manager = admin._manager
 
     async def ask() -> Any:
-        return await manager.send(request)
+        return await manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
 
     try:
         return manager.run(ask)
@@ -513,3 +526,74 @@ def send_request(admin: KafkaAdminClient, request: Any, unsupported: str | None 
         if unsupported is None:
             raise
         raise NotSupported(unsupported) from exc
+
+
+def send_requests(
+    admin: KafkaAdminClient, requests: Iterable[tuple[Any, int | None]], timeout_ms: int | None = None
+) -> list[Any]:
+    """Send every ``(request, node)`` at once (node None: any broker), each waited for at most ``timeout_ms``
+    (the client's request_timeout_ms when None), and return when all have answered or failed: the
+    answers in the order of ``requests``, with the kafka.errors exception a request failed with in place
+    of its answer (``raise`` it to fail as send_request would). Other exceptions raise."""
+    manager = admin._manager
+    asked = list(requests)
+
+    async def ask() -> list[Any]:
+        sent: list[Any] = []
+        for request, node in asked:
+            try:
+                sent.append(manager.send(request, node_id=node, request_timeout_ms=timeout_ms))
+            except kafka.errors.KafkaError as exc:  # a node the client's metadata does not list
+                sent.append(exc)
+        answers: list[Any] = []
+        for future in sent:
+            if isinstance(future, kafka.errors.KafkaError):
+                answers.append(future)
+                continue
+            try:
+                answers.append(await future)
+            except kafka.errors.KafkaError as exc:
+                answers.append(exc)
+        return answers
+
+    answers: list[Any] = manager.run(ask)
+    return answers
+
+
+def find_coordinators(
+    admin: KafkaAdminClient,
+    keys: list[str],
+    key_type: CoordinatorType = CoordinatorType.GROUP,
+    timeout_ms: int | None = None,
+) -> dict[str, int]:
+    """The node id of each key's coordinator (group ids, or transactional ids with
+    ``CoordinatorType.TRANSACTION``), found by the admin client's own helper: from its cache, else in one
+    batched FindCoordinator request. With ``timeout_ms``, raises KafkaTimeoutError when that passes first."""
+    manager = admin._manager
+
+    async def find() -> dict[str, int]:
+        if timeout_ms is None:
+            found: dict[str, int] = await admin._find_coordinator_ids(keys, key_type=key_type)
+            return found
+        finding = manager.call_soon(admin._find_coordinator_ids, keys, key_type)
+        waited: dict[str, int] = await manager.wait_for(finding, timeout_ms)
+        return waited
+
+    coordinators: dict[str, int] = manager.run(find)
+    return coordinators
+
+
+def forget_coordinators(
+    admin: KafkaAdminClient, keys: Iterable[str], key_type: CoordinatorType = CoordinatorType.GROUP
+) -> None:
+    """Drop the admin client's cached coordinators of ``keys`` (it keeps them for good): the next
+    find_coordinators asks afresh."""
+    cached = admin._manager.cluster._coordinators
+    for key in keys:
+        cached.pop((key_type, key), None)
+
+
+def broker_versions(admin: KafkaAdminClient) -> Any:
+    """The API versions the admin client was given at bootstrap (kafka-python's BrokerVersionData), None
+    before it has them."""
+    return admin._manager.broker_version_data

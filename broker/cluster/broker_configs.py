@@ -23,7 +23,7 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from broker.client.connection import ClusterConnection, live_brokers
+from broker.client.connection import ClusterConnection, live_brokers, send_request
 from broker.errors import InvalidInput, KafkaRefused
 
 # Kafka's config sources (DescribeConfigs v1+), by the names kafka-python gives them, as short names.
@@ -346,10 +346,6 @@ def _send(admin: KafkaAdminClient, broker: int | None, resource: ConfigResource,
     """One IncrementalAlterConfigs: to ``broker`` for its own configs, to any broker for the cluster
     default. Returns "OK" or kafka-python's error text."""
     request = admin._alter_configs_request([resource], validate_only=validate_only, incremental=True)
-
-    async def send() -> Any:
-        return await admin._manager.send(request, node_id=broker)
-
-    response = admin._manager.run(send)
+    response = send_request(admin, request, node=broker)
     answer = admin._alter_configs_process_responses(response.responses)
     return str(answer.get("broker", {}).get(resource.name, "no answer for this resource"))

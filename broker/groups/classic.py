@@ -20,6 +20,8 @@ from kafka import KafkaAdminClient
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from broker.client.connection import find_coordinators, send_request
+
 log = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL = "consumer"
@@ -28,22 +30,18 @@ CONSUMER_PROTOCOL = "consumer"
 def describe_groups(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict[str, Any]]:
     """``{group_id: description}`` in the shape kafka-python's describe_groups gives (``group_state``,
     ``protocol_type``, ``protocol_data``, ``members`` with ``member_assignment`` decoded for consumer
-    groups, ``error``). Raises what the admin client raises for a coordinator that does not answer."""
-
-    async def ask() -> dict[str, dict[str, Any]]:
-        by_coordinator: dict[int, list[str]] = defaultdict(list)
-        for group_id, coordinator in (await admin._find_coordinator_ids(group_ids)).items():
-            by_coordinator[coordinator].append(group_id)
-        found: dict[str, dict[str, Any]] = {}
-        for coordinator, groups in by_coordinator.items():
-            request = DescribeGroupsRequest(groups=groups, include_authorized_operations=False)
-            found.update(read_answer(await admin._manager.send(request, node_id=coordinator)))
-        return found
-
+    groups, ``error``). Raises what the admin client raises for a coordinator that does not answer: the
+    coordinators are asked in turn, and the first that fails stops the others being asked."""
     if not group_ids:
         return {}
-    answer: dict[str, dict[str, Any]] = admin._manager.run(ask)
-    return answer
+    by_coordinator: dict[int, list[str]] = defaultdict(list)
+    for group_id, coordinator in find_coordinators(admin, group_ids).items():
+        by_coordinator[coordinator].append(group_id)
+    found: dict[str, dict[str, Any]] = {}
+    for coordinator, groups in by_coordinator.items():
+        request = DescribeGroupsRequest(groups=groups, include_authorized_operations=False)
+        found.update(read_answer(send_request(admin, request, node=coordinator)))
+    return found
 
 
 def read_answer(response: Any) -> dict[str, dict[str, Any]]:

@@ -19,8 +19,8 @@ from typing import Any
 
 import kafka.errors
 from kafka import KafkaAdminClient
-from kafka.protocol.metadata import CoordinatorType
 
+from broker.client.connection import broker_versions, find_coordinators, forget_coordinators, send_requests
 from broker.errors import NotSupported
 from broker.groups.protocol import (
     AlterShareGroupOffsetsRequest,
@@ -306,42 +306,33 @@ def _ask_coordinators(
 ) -> dict[str, tuple[int, Any]]:
     """Each group's (error code, answer) from its coordinator, all requests in flight at once. A group
     whose coordinator moved is asked again once, of the coordinator found afresh."""
-    manager = admin._manager
-    check_supported(manager.broker_version_data, request_class)
+    check_supported(broker_versions(admin), request_class)
     deadline = time.monotonic() + timeout_ms / 1000
     wanted = list(dict.fromkeys(group_ids))
 
-    def forget(groups: list[str]) -> None:  # kafka-python caches coordinators for good
-        for group_id in groups:
-            manager.cluster._coordinators.pop((CoordinatorType.GROUP, group_id), None)
-
-    async def ask_once(groups: list[str]) -> list[tuple[str, int, Any]]:
-        finding = manager.call_soon(admin._find_coordinator_ids, groups)
-        coordinators = await manager.wait_for(finding, _left_ms(deadline))
-        sent = [
-            (batch, manager.send(build(batch), node_id=node_id, request_timeout_ms=_left_ms(deadline)))
-            for node_id, batch in by_coordinator(coordinators).items()
-        ]
+    def ask_once(groups: list[str]) -> list[tuple[str, int, Any]]:
+        coordinators = find_coordinators(admin, groups, timeout_ms=_left_ms(deadline))
+        batches = by_coordinator(coordinators)
+        sent = send_requests(admin, [(build(batch), node_id) for node_id, batch in batches.items()], _left_ms(deadline))
         answers: list[tuple[str, int, Any]] = []
-        for batch, future in sent:
-            try:
-                answers += per_group(await future, batch)
-            except kafka.errors.KafkaError:
-                forget(batch)  # perhaps a coordinator that is gone: the next call looks again
-                raise
+        for batch, answer in zip(batches.values(), sent, strict=True):
+            if isinstance(answer, kafka.errors.KafkaError):
+                forget_coordinators(admin, batch)  # perhaps a coordinator that is gone: the next call looks again
+                raise answer
+            answers += per_group(answer, batch)
         return answers
 
-    async def ask() -> dict[str, tuple[int, Any]]:
-        answers = await ask_once([g for g in wanted if g])
+    def ask() -> dict[str, tuple[int, Any]]:
+        answers = ask_once([g for g in wanted if g])
         moved = [group_id for group_id, code, _ in answers if code in _MOVED]
-        forget(moved)
+        forget_coordinators(admin, moved)  # kafka-python caches coordinators for good
         if moved:
             with contextlib.suppress(kafka.errors.KafkaError):  # if not, the moved groups keep their first answer
-                answers += await ask_once(moved)  # later answers replace the first ones
+                answers += ask_once(moved)  # later answers replace the first ones
         return {group_id: (code, answer) for group_id, code, answer in answers}
 
     try:
-        found = manager.run(ask) if any(wanted) else {}
+        found = ask() if any(wanted) else {}
     except kafka.errors.IncompatibleBrokerVersion as exc:  # a coordinator older than the bootstrap broker
         raise NotSupportedByCluster(_UNSUPPORTED[request_class]) from exc
     if any(code == _E.UnsupportedVersionError.errno for code, _ in found.values()):  # a Kafka 4 feature is off

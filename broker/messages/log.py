@@ -31,7 +31,7 @@ from kafka import KafkaAdminClient
 from kafka.protocol.consumer import FetchRequest
 from kafka.record import MemoryRecords
 
-from broker.client.connection import ClusterConnection
+from broker.client.connection import ClusterConnection, send_request
 from broker.errors import ClusterUnavailable, KafkaRefused, TopicNotFound
 
 ISOLATIONS = ("read_uncommitted", "read_committed")
@@ -174,12 +174,8 @@ class PartitionLog:
             max_version=12,  # the last that names topics (13 uses topic ids)
         )
         wait_ms = int(self.conn.config.timeout * 1000)
-
-        async def ask() -> Any:
-            return await admin._manager.send(request, node_id=self.leader, request_timeout_ms=wait_ms)
-
         try:
-            answer = admin._manager.run(ask)
+            answer = send_request(admin, request, node=self.leader, timeout_ms=wait_ms)
         except _LEADER_AWAY:
             # A client whose connection to a broker broke may keep failing to reach it after it restarts
             # (reconnect back-off): the next look asks with a new one.
@@ -455,12 +451,8 @@ def records_given(
     reached: dict[tuple[str, int], int] = {}  # where each answer ends
     for leader, partitions in by_leader.items():
         request = _fetch_request(partitions, _COUNT_PARTITION_BYTES, _READ_COMMITTED)
-
-        async def ask(request: Any = request, leader: int = leader) -> Any:
-            return await admin._manager.send(request, node_id=leader, request_timeout_ms=timeout_ms)
-
         try:
-            answer = admin._manager.run(ask)
+            answer = send_request(admin, request, node=leader, timeout_ms=timeout_ms)
         except kafka.errors.KafkaError:
             continue
         for topic_answer in answer.responses:

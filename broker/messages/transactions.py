@@ -32,7 +32,7 @@ from kafka.protocol.admin.transactions import (
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-from broker.client.connection import ClusterConnection, live_brokers
+from broker.client.connection import ClusterConnection, find_coordinators, live_brokers, send_request
 from broker.errors import InvalidInput, KafkaRefused, NotFound, PartitionNotFound, PartitionUnavailable
 from broker.messages.log import PartitionLog
 from broker.topics.read import get_topic_partitions, topic_leaders
@@ -325,13 +325,6 @@ def _producer(p: Any) -> ActiveProducer:
 # ---------------------------------------------------------------- requests
 
 
-def _send(admin: KafkaAdminClient, request: Any, node: int) -> Any:
-    async def ask() -> Any:
-        return await admin._manager.send(request, node_id=node)
-
-    return admin._manager.run(ask)
-
-
 def _list(
     admin: KafkaAdminClient, brokers: list[int], producer_ids: list[int] | None = None
 ) -> tuple[list[tuple[str, int, str]], list[str]]:
@@ -341,7 +334,7 @@ def _list(
     for broker in brokers:
         request = ListTransactionsRequest(state_filters=[], producer_id_filters=list(producer_ids or []))
         try:
-            answer = _send(admin, request, broker)
+            answer = send_request(admin, request, node=broker)
         except kafka.errors.KafkaError as exc:
             failed.append(f"broker {broker}: {type(exc).__name__}")
             continue
@@ -358,17 +351,14 @@ def _describe(admin: KafkaAdminClient, ids: list[str]) -> tuple[dict[str, Transa
     if not ids:
         return {}, []
 
-    async def coordinators() -> dict[str, int]:
-        return await admin._find_coordinator_ids(ids, key_type=CoordinatorType.TRANSACTION)  # type: ignore[no-any-return]
-
     by_coordinator: dict[int, list[str]] = defaultdict(list)
-    for txn_id, node in admin._manager.run(coordinators).items():
+    for txn_id, node in find_coordinators(admin, ids, CoordinatorType.TRANSACTION).items():
         by_coordinator[node].append(txn_id)
     found: dict[str, Transaction] = {}
     failed: list[str] = []
     for node, group in sorted(by_coordinator.items()):
         try:
-            answer = _send(admin, DescribeTransactionsRequest(transactional_ids=group), node)
+            answer = send_request(admin, DescribeTransactionsRequest(transactional_ids=group), node=node)
         except kafka.errors.KafkaError as exc:
             failed.append(f"coordinator {node}: {type(exc).__name__}")
             continue
@@ -407,7 +397,7 @@ def _describe_producers(
             topics=[DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in topics.items()]
         )
         try:
-            answer = _send(admin, request, leader)
+            answer = send_request(admin, request, node=leader)
         except kafka.errors.KafkaError as exc:
             failed.append(f"broker {leader}: {type(exc).__name__}")
             continue
@@ -628,7 +618,7 @@ def do_abort(
             ],
             coordinator_epoch=coordinator_epoch,
         )
-        answer = _send(admin, WriteTxnMarkersRequest(markers=[marker]), leader)
+        answer = send_request(admin, WriteTxnMarkersRequest(markers=[marker]), node=leader)
         for result in answer.markers:
             for t in result.topics:
                 for p in t.partitions:

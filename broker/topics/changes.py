@@ -14,7 +14,7 @@ import kafka.errors
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-from broker.client.connection import ClusterConnection, live_brokers
+from broker.client.connection import ClusterConnection, live_brokers, send_request
 from broker.errors import (
     AlreadyExists,
     ClusterUnavailable,
@@ -96,7 +96,7 @@ def settled_everywhere(
     ``timeout`` s pass first; with 0, asks once.
 
     Kafka's client has no public call to ask one given broker for metadata, so this sends the
-    request through its connection manager (kafka-python 3.0.x)."""
+    request with broker.client.connection.send_request."""
     from kafka.protocol.metadata import MetadataRequest
 
     request = MetadataRequest(
@@ -108,11 +108,8 @@ def settled_everywhere(
         """Whether ``node`` lists them all; None when it does not answer."""
         wait_ms = int(max(deadline - time.monotonic(), 1.0) * 1000)
 
-        async def ask() -> Any:
-            return await admin._manager.send(request, node_id=node, request_timeout_ms=wait_ms)
-
         try:
-            answer = admin._manager.run(ask).to_dict()
+            answer = send_request(admin, request, node=node, timeout_ms=wait_ms).to_dict()
         except kafka.errors.KafkaError:
             return None
         topics = [t for t in answer["topics"] if not t["error_code"]]

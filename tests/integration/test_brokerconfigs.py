@@ -14,6 +14,7 @@ from django.test import Client
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
+from broker.client.connection import send_request
 from broker.local import launcher
 from console.models import AuditEntry
 from tests.conftest import logged_in
@@ -52,11 +53,7 @@ def described(broker: int) -> dict[str, Any]:
 def send_delete(kafka: KafkaAdminClient, name: str, broker: int | None, config: str) -> None:
     resource = ConfigResource(ConfigResourceType.BROKER, name, {config: ("DELETE", None)})
     request = kafka._alter_configs_request([resource], validate_only=False, incremental=True)
-
-    async def send() -> Any:
-        return await kafka._manager.send(request, node_id=broker)
-
-    kafka._manager.run(send)
+    send_request(kafka, request, node=broker)
 
 
 def restore() -> None:

@@ -2,8 +2,9 @@
 share groups (describe them, and read, set or delete a share group's start offsets).
 
 kafka-python builds each class from the JSON schema of the same name in this folder (Kafka's own message
-definitions, as Apache Kafka 4.3.0 has them). Building a response class registers it by API key, so an
-admin client's ``_manager.send`` decodes its answers once this module is imported.
+definitions, as Apache Kafka 4.3.0 has them). Building a response class registers it by API key, so the
+answers broker.client.connection's send_request and send_requests get are decoded once this module is
+imported.
 """
 
 from __future__ import annotations
