@@ -10,9 +10,10 @@ next to everything that could still be read. Nothing in this package imports Dja
 - ``findings``: the ``Finding`` dataclass.
 - ``compression``: bounded decompression of Kafka's codecs (gzip, xerial snappy, LZ4 frames, zstd).
 - ``varints``: Kafka's unsigned and zigzag varints and varlongs, read and written.
-- ``model``: the ``Batch`` and ``Record`` dataclasses and the layout constants both entry formats share.
-- ``records``: record batches (v2): headers, CRCs, records, control records; ``batch_from_bytes`` for any entry.
-- ``legacy``: legacy messages (v0/v1): headers, CRCs, compressed wrappers and their inner messages.
+- ``model``: the ``Batch`` (abstract) and ``Record`` dataclasses and the layout constants both entry formats share.
+- ``records``: record batches (v2, ``V2Batch``): headers, CRCs, records, control records; ``batch_from_bytes`` for
+  any entry.
+- ``legacy``: legacy messages (v0/v1, ``LegacyBatch``): headers, CRCs, compressed wrappers and their inner messages.
 - ``logfile``: streaming a ``.log`` file batch by batch, as Kafka's ``FileLogInputStream`` does.
 - ``indexes``: ``.index`` and ``.timeindex`` files: entries, preallocated tails, sanity and ``.log`` checks.
 - ``sidefiles``: ``.txnindex`` and producer ``.snapshot`` files, and kafka-dump-log's lines for them.
@@ -70,6 +71,7 @@ from broker.segments.indexes import (
     sanity_check,
     time_index_error_lines,
 )
+from broker.segments.legacy import LegacyBatch
 from broker.segments.logfile import (
     STOP_BAD_SIZE,
     STOP_END,
@@ -103,7 +105,7 @@ from broker.segments.names import (
     parse_segment_file_name,
     segment_file_name,
 )
-from broker.segments.records import CONTROL_TYPES, batch_from_bytes, increment_sequence
+from broker.segments.records import CONTROL_TYPES, V2Batch, batch_from_bytes, increment_sequence
 from broker.segments.sidefiles import (
     AbortedTxn,
     ProducerEntry,
@@ -143,6 +145,7 @@ __all__ = [
     "IndexCheck",
     "KRaftSnapshotName",
     "LeaderEpochCheckpoint",
+    "LegacyBatch",
     "LogReader",
     "LogScan",
     "MetaProperties",
@@ -160,6 +163,7 @@ __all__ = [
     "TimeIndexCheck",
     "TimestampOffset",
     "TxnIndex",
+    "V2Batch",
     "base_offset_from_name",
     "batch_from_bytes",
     "check_offset_index",

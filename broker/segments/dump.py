@@ -41,7 +41,7 @@ from broker.segments.indexes import (
 from broker.segments.logfile import STOP_PREALLOCATED, LogReader, segment_base_offset
 from broker.segments.loglines import text
 from broker.segments.logpass import LineOptions, LogPass, run_pass
-from broker.segments.records import Record
+from broker.segments.model import Record
 
 NO_LIMIT = 2**31 - 1  # the tool's default --max-bytes (Integer.MAX_VALUE)
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024

@@ -1,5 +1,5 @@
 """Legacy messages (magic 0 and 1), the format Kafka wrote before 0.11 and still met in segments written
-then or under an old ``message.format.version``: reading one as a ``Batch`` and, when its records are
+then or under an old ``message.format.version``: reading one as a ``LegacyBatch`` and, when its records are
 asked for, the record it holds or the inner messages of a compressed wrapper.
 
 A legacy entry is a single message (CRC-32, magic, attributes, a timestamp from magic 1 on, key, value); a
@@ -19,6 +19,7 @@ from broker.segments.compression import CompressionError, codec_name, decompress
 from broker.segments.findings import Finding
 from broker.segments.model import (
     CODEC_MASK,
+    DEFAULT_MAX_RECORDS_BYTES,
     LEGACY_OVERHEAD_V0,
     LEGACY_OVERHEAD_V1,
     LOG_OVERHEAD,
@@ -35,6 +36,18 @@ from broker.segments.model import (
 _LEGACY_HEADER = struct.Struct(">qiIbb")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+
+
+class LegacyBatch(Batch):
+    """A legacy message (magic 0 or 1), perhaps a compressed wrapper, as ``read_legacy`` reads it."""
+
+    __slots__ = ()
+
+    def records(
+        self, max_bytes: int = DEFAULT_MAX_RECORDS_BYTES, limit: int | None = None
+    ) -> tuple[list[Record], list[Finding]]:
+        findings: list[Finding] = []
+        return legacy_records(self, max_bytes, limit, findings), findings
 
 
 # --- reading headers -----------------------------------------------------------------------------------
@@ -68,7 +81,7 @@ def read_legacy(view: memoryview, offset: int, total: int, position: int, file: 
     if codec > 3:
         findings.append(bad_codec(file, position + 17, position, codec))
     ts_type = NO_TIMESTAMP_TYPE if magic == 0 else TIMESTAMP_TYPES[attributes >> 3 & 1]
-    return Batch(
+    return LegacyBatch(
         file,
         position,
         entry_offset,

@@ -26,17 +26,15 @@ from typing import BinaryIO
 import crc32c
 
 from broker.segments.findings import Finding
+from broker.segments.legacy import read_legacy
+from broker.segments.model import LEGACY_OVERHEAD_V0, LOG_OVERHEAD, Batch
 from broker.segments.records import (
     ENTRY_PREFIX,
     HEADER_SIZE_UP_TO_MAGIC,
-    LEGACY_OVERHEAD_V0,
-    LOG_OVERHEAD,
     V2_HEADER,
     V2_HEADER_SIZE,
     V2_MIN_BATCH_LENGTH,
-    Batch,
     bad_magic,
-    read_legacy,
     read_v2,
 )
 

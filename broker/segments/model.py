@@ -9,12 +9,13 @@ decompressed. Nothing here raises on damaged data: ``records()`` returns what it
 with a list of findings saying what it could not.
 
 ``records`` (v2) and ``legacy`` (v0/v1) read the bytes and build these dataclasses, so they import this
-module; ``Batch.records()`` imports the decoder it needs when it is called, which keeps this module free
-of theirs.
+module and this one imports neither: ``Batch`` is abstract, and each of them builds its own kind of it
+(``records.V2Batch``, ``legacy.LegacyBatch``), whose ``records()`` is that module's decoder.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from broker.segments.findings import Finding
@@ -88,9 +89,10 @@ class Record:
 
 
 @dataclass(slots=True)
-class Batch:
+class Batch(ABC):
     """One entry of a ``.log`` file: a v2 record batch, or a legacy message (magic 0 or 1), which may be
-    a compressed wrapper holding a set of inner messages.
+    a compressed wrapper holding a set of inner messages. Abstract: the readers build a ``V2Batch``
+    (``records``) or a ``LegacyBatch`` (``legacy``), which differ only in how they decode their records.
 
     ``position`` is the byte position of the entry in ``file`` and ``size`` its whole length on disk,
     the 12-byte offset and length prefix included, so the next entry starts at ``position + size``.
@@ -140,6 +142,7 @@ class Batch:
         """Whether the records are compressed (a codec other than none)."""
         return self.codec != 0
 
+    @abstractmethod
     def records(
         self, max_bytes: int = DEFAULT_MAX_RECORDS_BYTES, limit: int | None = None
     ) -> tuple[list[Record], list[Finding]]:
@@ -152,15 +155,6 @@ class Batch:
         wrappers, inner messages that are truncated, compressed again or fail their CRC. Never raises
         on bad data.
         """
-        findings: list[Finding] = []
-        # Imported here: both decoder modules import this one.
-        if self.magic == 2:
-            from broker.segments.records import v2_records
-
-            return v2_records(self, max_bytes, limit, findings), findings
-        from broker.segments.legacy import legacy_records
-
-        return legacy_records(self, max_bytes, limit, findings), findings
 
     def as_dict(self) -> dict[str, object]:
         """The header fields as a plain dict (no bytes), for JSON output and templates."""

@@ -3,9 +3,9 @@ the 61-byte header and its CRC-32C, the records (decompressed when the batch is)
 ``batch_from_bytes``, which reads any entry of a ``.log`` file and hands legacy messages (magic 0 and 1)
 to ``legacy``.
 
-The ``Batch`` and ``Record`` dataclasses are in ``model`` and the varints in ``varints``. Nothing here
-raises on damaged data: what cannot be read becomes a finding. The layouts follow Kafka's
-``DefaultRecordBatch`` and ``DefaultRecord``, as described in the project's reference on Kafka's log
+``V2Batch`` is the ``Batch`` (``model``) of a v2 record batch; ``Record`` is in ``model`` too, the varints in
+``varints``. Nothing here raises on damaged data: what cannot be read becomes a finding. The layouts follow
+Kafka's ``DefaultRecordBatch`` and ``DefaultRecord``, as described in the project's reference on Kafka's log
 formats.
 """
 
@@ -17,18 +17,19 @@ import crc32c
 
 from broker.segments.compression import CompressionError, codec_name, decompress
 from broker.segments.findings import Finding
-from broker.segments.legacy import read_legacy as read_legacy  # re-exported for logfile.py
+from broker.segments.legacy import read_legacy
 from broker.segments.model import (
     CODEC_MASK,
+    DEFAULT_MAX_RECORDS_BYTES,
+    LEGACY_OVERHEAD_V0,
+    LOG_OVERHEAD,
     NO_SEQUENCE,
     TIMESTAMP_TYPES,
     BadRecord,
+    Batch,
+    Record,
     bad_codec,
 )
-from broker.segments.model import LEGACY_OVERHEAD_V0 as LEGACY_OVERHEAD_V0  # re-exported for logfile.py
-from broker.segments.model import LOG_OVERHEAD as LOG_OVERHEAD  # re-exported for logfile.py
-from broker.segments.model import Batch as Batch  # re-exported for logfile.py and dump.py
-from broker.segments.model import Record as Record  # re-exported for dump.py
 from broker.segments.varints import read_unsigned_varint, read_varint
 
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -57,6 +58,18 @@ V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 ENTRY_PREFIX = struct.Struct(">qiib")
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
+
+
+class V2Batch(Batch):
+    """A record batch (magic 2), as ``read_v2`` reads it."""
+
+    __slots__ = ()
+
+    def records(
+        self, max_bytes: int = DEFAULT_MAX_RECORDS_BYTES, limit: int | None = None
+    ) -> tuple[list[Record], list[Finding]]:
+        findings: list[Finding] = []
+        return v2_records(self, max_bytes, limit, findings), findings
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -186,7 +199,7 @@ def read_v2(
             )
         )
     last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, last_delta)
-    return Batch(
+    return V2Batch(
         file,
         position,
         base_offset,
