@@ -83,13 +83,14 @@ class _RedactSecrets(logging.Filter):
         return True
 
 
-_redact = _RedactSecrets()
+# Every secret of a connection (passwords, SCRAM salts) is registered here; the filter hides them in logs.
+SECRETS_REDACTED = _RedactSecrets()
 # A logger's filters see only its own records, so each of kafka-python's loggers gets it: those known to
 # print requests or settings (created now if their module loads later), and every one loaded already.
 _KAFKA_LOGGERS = {"kafka.admin.client", "kafka.protocol.parser", "kafka.net.connection", "kafka.net.manager"}
 _KAFKA_LOGGERS.update(name for name in logging.root.manager.loggerDict if name.startswith("kafka."))
 for _name in sorted(_KAFKA_LOGGERS):
-    logging.getLogger(_name).addFilter(_redact)
+    logging.getLogger(_name).addFilter(SECRETS_REDACTED)
 
 # Errors that mean "the cluster did not answer" rather than "the request was wrong".
 _UNREACHABLE = (
@@ -117,7 +118,7 @@ def keep_out_of_logs(*secrets: str) -> None:
     """Have kafka-python's log records show ``***`` instead of any of ``secrets`` from now on."""
     for secret in secrets:
         if secret:
-            _redact.add(secret)
+            SECRETS_REDACTED.add(secret)
 
 
 # Consumers by purpose: pages of messages (up to 1 MB a partition per fetch), and the lag-in-time

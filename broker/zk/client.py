@@ -33,7 +33,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
-from broker.client.connection import ClusterConnection, _redact
+from broker.client.connection import SECRETS_REDACTED, ClusterConnection
 from broker.cluster.overview import get_overview
 from broker.errors import ClusterAuthFailed, ClusterUnavailable, InvalidInput, KafkaRefused, NotFound, NotSupported
 from broker.zk.fourletter import ServerHealth, check_servers
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 # kazoo logs each request it sends at its lowest level, the one that presents the credentials included:
 # the secrets registered for kafka-python's logs (broker.client.connection.keep_out_of_logs) are kept out of its too.
 for _name in ("kazoo.client", "kazoo.protocol.connection"):
-    logging.getLogger(_name).addFilter(_redact)
+    logging.getLogger(_name).addFilter(SECRETS_REDACTED)
 
 # A znode holds at most 1 MiB by default (jute.maxbuffer); one said to hold more is not read.
 MAX_DATA = 1024 * 1024
