@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
+from django.http import HttpRequest
 
 from broker.decode import DECODINGS, InputError, encode_input
 from broker.errors import InvalidInput
-from broker.groups.resets import STRATEGIES, ResetError, parse_spec
+from broker.groups.resets import STRATEGIES, ResetError, ResetSpec, parse_spec
 from broker.topics.read import check_topic_name
+from console.params import json_object
+
+F = TypeVar("F", bound=forms.Form)
 
 CLEANUP_POLICIES = [
     ("", "default (delete)"),
@@ -220,6 +224,61 @@ def form_errors(form: forms.Form) -> dict[str, list[str]]:
     return {field: [str(e) for e in errors] for field, errors in form.errors.items()}
 
 
+class FormInvalid(InvalidInput):
+    """A request body that fails its form; the API answer lists each field's errors under "fields"."""
+
+    def __init__(self, form: forms.Form) -> None:
+        self.fields = form_errors(form)
+        super().__init__("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form_errors(form).items()))
+
+
+def body_form(form_class: type[F], request: HttpRequest, defaults: dict[str, str] | None = None, **kwargs: Any) -> F:
+    """For the JSON API: a bound, valid ``form_class`` from the request's body (JSON, or form-encoded) over
+    ``defaults``; raises FormInvalid, a 400 answer with every field's errors, or InvalidInput."""
+    data = {**(defaults or {}), **json_object(request, forms=True)}
+    # Lists and numbers in JSON arrive as they are; forms want text.
+    data = {
+        k: (
+            _header_lines(v)
+            if k == "headers" and isinstance(v, list)
+            else "\n".join(f"{a}={b}" for a, b in v.items())
+            if isinstance(v, dict)
+            else ",".join(str(x) for x in v)
+            if isinstance(v, list)
+            else v
+        )
+        for k, v in data.items()
+    }
+    form = form_class(data, **kwargs)
+    if not form.is_valid():
+        raise FormInvalid(form)
+    return form
+
+
+def _header_lines(headers: list[Any]) -> str:
+    """Headers given as a JSON list, in order ([name, value] pairs or {"name": ..., "value": ...}), as the
+    form's ``name=value`` lines. Raises InvalidInput."""
+    lines = []
+    for number, item in enumerate(headers, start=1):
+        pair = (item.get("name"), item.get("value")) if isinstance(item, dict) else item
+        if not isinstance(pair, list | tuple) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+            raise InvalidInput(f'headers: item {number} must be ["name", "value"] or {{"name": ..., "value": ...}}.')
+        name, value = pair
+        if "\n" in name or "\r" in name or "\n" in value or "\r" in value or "=" in name:
+            raise InvalidInput(
+                f"headers: item {number} has a line break (or a name with '='): send its value with "
+                '"header_format": "base64".'
+            )
+        lines.append(f"{name}={value}")
+    return "\n".join(lines)
+
+
+def reset_spec(strategy: str, value: str | None) -> ResetSpec:
+    """A reset of offsets as the reset page's form and the API both read it: the strategy and its value (blank
+    or None for earliest, latest, current), at the console's clock. Raises ResetError (InvalidInput)."""
+    return parse_spec(strategy, value, int(time.time() * 1000))
+
+
 class ResetForm(forms.Form):
     """A reset of a group's offsets, as kafka-consumer-groups --reset-offsets offers it."""
 
@@ -243,7 +302,7 @@ class ResetForm(forms.Form):
         if data is None or self.errors:
             return data
         try:
-            data["spec"] = parse_spec(data["strategy"], data.get("value") or None, int(time.time() * 1000))
+            data["spec"] = reset_spec(data["strategy"], data.get("value") or None)
         except ResetError as exc:
             self.add_error("value", str(exc))
         return data

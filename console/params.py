@@ -1,4 +1,5 @@
-"""Query-string parameters, checked: a bad one is InvalidInput (HTTP 400) naming it and saying why."""
+"""What a request carries, checked: query-string parameters (a bad one is InvalidInput, HTTP 400, naming it and
+saying why), a POST's JSON object, and whether htmx sent it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from django.http import HttpRequest
 
 from broker.errors import InvalidInput
 from broker.times import parse_time
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """Whether htmx sent the request (it sends ``HX-Request: true``): the view answers with a fragment."""
+    return request.headers.get("HX-Request") == "true"
 
 
 def json_object(request: HttpRequest, forms: bool = False) -> dict[str, Any]:

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from console.views import access, analytics, api, disks, groups, messages, pages, reassign, topics, zookeeper
+from console.views import access, analytics, disks, groups, messages, reassign, topics, zookeeper
 from console.views import acls as acl_views
 from console.views import brokerconfigs as broker_config_views
+from console.views import cluster as cluster_views
 from console.views import connect as connect_views
 from console.views import masking as masking_views
 from console.views import quotas as quota_views
@@ -22,17 +23,17 @@ SEGMENT = REPLICA + "segments/<int:base>/"
 CONNECTOR = CLUSTER + "connectors/<str:connect_name>/<str:name>/"
 
 urlpatterns = [
-    path("", pages.index, name="index"),
+    path("", cluster_views.index, name="index"),
     # Who may do what
     path("login/", access.login, name="login"),
     path("logout/", access.logout, name="logout"),
     path("audit/", access.audit_log, name="audit-log"),
     path("users/", access.users, name="users"),
     path("users/<str:username>/", access.user_change, name="user-change"),
-    path(CLUSTER, pages.cluster_overview, name="cluster-overview"),
+    path(CLUSTER, cluster_views.cluster_overview, name="cluster-overview"),
     # Topics
-    path(CLUSTER + "quorum/", pages.quorum, name="quorum"),
-    path(CLUSTER + "replication/", pages.replication, name="replication"),
+    path(CLUSTER + "quorum/", cluster_views.quorum, name="quorum"),
+    path(CLUSTER + "replication/", cluster_views.replication, name="replication"),
     path(CLUSTER + "reassign/", reassign.page, name="reassign"),
     path(CLUSTER + "reassign/plan.json", reassign.plan_file, name="reassign-plan-file"),
     path(CLUSTER + "quotas/", quota_views.page, name="quotas"),
@@ -46,7 +47,7 @@ urlpatterns = [
     path(CLUSTER + "acls/import/", acl_views.acl_import, name="acl-import"),
     path(CLUSTER + "acls/principals/<path:principal>/", acl_views.principal_page, name="acl-principal"),
     path(CLUSTER + "acls/users/", acl_views.users_page, name="acl-users"),
-    path(CLUSTER + "embedded-brokers/", pages.broker_stop_start, name="broker-stop-start"),
+    path(CLUSTER + "embedded-brokers/", cluster_views.broker_stop_start, name="broker-stop-start"),
     path(CLUSTER + "zookeeper/", zookeeper.zookeeper, name="zookeeper"),
     path(CLUSTER + "zookeeper/tree/", zookeeper.zookeeper_tree, name="zookeeper-tree"),
     path(CLUSTER + "zookeeper/change/", zookeeper.zookeeper_change, name="zookeeper-change"),
@@ -127,16 +128,16 @@ urlpatterns = [
     ),
     path(f"api/{CONNECTOR}<str:action>/", connect_views.api_action, name="api-connector-action"),
     # JSON API
-    path("api/clusters/", api.clusters, name="api-clusters"),
-    path(f"api/{CLUSTER}", api.cluster, name="api-cluster"),
-    path(f"api/{CLUSTER}quorum/", api.quorum, name="api-quorum"),
-    path(f"api/{CLUSTER}replication/", api.replication, name="api-replication"),
-    path(f"api/{CLUSTER}events/", api.events, name="api-events"),
+    path("api/clusters/", cluster_views.api_clusters, name="api-clusters"),
+    path(f"api/{CLUSTER}", cluster_views.api_cluster, name="api-cluster"),
+    path(f"api/{CLUSTER}quorum/", cluster_views.api_quorum, name="api-quorum"),
+    path(f"api/{CLUSTER}replication/", cluster_views.api_replication, name="api-replication"),
+    path(f"api/{CLUSTER}events/", cluster_views.api_events, name="api-events"),
     # Before the stop/start pattern, which would take "configs" for an action.
     path(f"api/{CLUSTER}brokers/configs/", broker_config_views.api_cluster, name="api-cluster-broker-configs"),
     path(f"api/{BROKER}configs/", broker_config_views.api_broker, name="api-broker-configs"),
-    path(f"api/{BROKER}stop/", api.broker_stop_start, {"action": "stop"}, name="api-broker-stop"),
-    path(f"api/{BROKER}start/", api.broker_stop_start, {"action": "start"}, name="api-broker-start"),
+    path(f"api/{BROKER}stop/", cluster_views.api_broker_stop_start, {"action": "stop"}, name="api-broker-stop"),
+    path(f"api/{BROKER}start/", cluster_views.api_broker_stop_start, {"action": "start"}, name="api-broker-start"),
     path(f"api/{CLUSTER}reassignments/", reassign.api_progress, name="api-reassignments"),
     path(f"api/{CLUSTER}reassignments/generate/", reassign.api_generate, name="api-reassign-generate"),
     path(f"api/{CLUSTER}reassignments/execute/", reassign.api_execute, name="api-reassign-execute"),
@@ -148,18 +149,18 @@ urlpatterns = [
     path(f"api/{CLUSTER}acls/principals/<path:principal>/", acl_views.api_principal, name="api-acl-principal"),
     path(f"api/{CLUSTER}users/", acl_views.api_users, name="api-scram-users"),
     path(f"api/{CLUSTER}users/<str:name>/", acl_views.api_user, name="api-scram-user"),
-    path(f"api/{CLUSTER}topics/", api.topic_list, name="api-topic-list"),
-    path(f"api/{TOPIC}", api.topic_detail, name="api-topic-detail"),
-    path(f"api/{TOPIC}delete/", api.topic_delete, name="api-topic-delete"),
-    path(f"api/{TOPIC}partitions/", api.topic_add_partitions, name="api-topic-add-partitions"),
-    path(f"api/{TOPIC}configs/", api.topic_configs, name="api-topic-configs"),
-    path(f"api/{TOPIC}delete-records/", api.topic_delete_records, name="api-topic-delete-records"),
-    path(f"api/{TOPIC}produce/", api.produce, name="api-produce"),
-    path(f"api/{TOPIC}find-key/", api.find_key, name="api-find-key"),
-    path(f"api/{TOPIC}search/", api.search, name="api-search"),
-    path(f"api/{PARTITION}messages", api.messages_page, name="api-messages"),
-    path(f"api/{PARTITION}messages/", api.messages_page),
-    path(f"api/{PARTITION}messages/<int:offset>", api.message, name="api-message"),
+    path(f"api/{CLUSTER}topics/", topics.api_topic_list, name="api-topic-list"),
+    path(f"api/{TOPIC}", topics.api_topic_detail, name="api-topic-detail"),
+    path(f"api/{TOPIC}delete/", topics.api_topic_delete, name="api-topic-delete"),
+    path(f"api/{TOPIC}partitions/", topics.api_topic_add_partitions, name="api-topic-add-partitions"),
+    path(f"api/{TOPIC}configs/", topics.api_topic_configs, name="api-topic-configs"),
+    path(f"api/{TOPIC}delete-records/", topics.api_topic_delete_records, name="api-topic-delete-records"),
+    path(f"api/{TOPIC}produce/", messages.api_produce, name="api-produce"),
+    path(f"api/{TOPIC}find-key/", messages.api_find_key, name="api-find-key"),
+    path(f"api/{TOPIC}search/", messages.api_search, name="api-search"),
+    path(f"api/{PARTITION}messages", messages.api_messages, name="api-messages"),
+    path(f"api/{PARTITION}messages/", messages.api_messages),
+    path(f"api/{PARTITION}messages/<int:offset>", messages.api_message, name="api-message"),
     path(f"api/{BROKER}logdirs/", disks.logdirs_api, name="api-logdirs"),
     path(f"api/{REPLICA}segments/", disks.segments_api, name="api-segments"),
     path(f"api/{REPLICA}producers/", disks.producers_api, name="api-replica-producers"),
@@ -167,11 +168,11 @@ urlpatterns = [
     path(f"api/{SEGMENT}batches/<int:position>/records", disks.records_api, name="api-segment-records"),
     path(f"api/{SEGMENT}index", disks.index_api, {"kind": "index"}, name="api-segment-index"),
     path(f"api/{SEGMENT}timeindex", disks.index_api, {"kind": "timeindex"}, name="api-segment-timeindex"),
-    path(f"api/{CLUSTER}groups/", api.group_list, name="api-group-list"),
-    path(f"api/{GROUP}reset/", api.group_reset, name="api-group-reset"),
-    path(f"api/{GROUP}delete/", api.group_delete, name="api-group-delete"),
-    path(f"api/{GROUP}delete-offsets/", api.group_delete_offsets, name="api-group-delete-offsets"),
-    path(f"api/{GROUP}", api.group_detail, name="api-group-detail"),
+    path(f"api/{CLUSTER}groups/", groups.api_group_list, name="api-group-list"),
+    path(f"api/{GROUP}reset/", groups.api_group_reset, name="api-group-reset"),
+    path(f"api/{GROUP}delete/", groups.api_group_delete, name="api-group-delete"),
+    path(f"api/{GROUP}delete-offsets/", groups.api_group_delete_offsets, name="api-group-delete-offsets"),
+    path(f"api/{GROUP}", groups.api_group_detail, name="api-group-detail"),
     path(f"api/{CLUSTER}transactions/", transaction_views.api_transactions, name="api-transactions"),
     path(f"api/{CLUSTER}transactions/hanging/", transaction_views.api_hanging, name="api-transactions-hanging"),
     path(f"api/{CLUSTER}transactions/abort/", transaction_views.api_abort, name="api-transactions-abort"),
@@ -182,7 +183,7 @@ urlpatterns = [
     path("api/jobs/<int:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
     path("api/jobs/<int:job_id>/result/", analytics.api_job_result, name="api-job-result"),
     path("api/audit/", access.audit_api, name="api-audit"),
-    path("healthz", api.health, name="health"),
+    path("healthz", cluster_views.health, name="health"),
 ]
 
 handler400 = "console.errors.handler400"

@@ -19,13 +19,9 @@ from console.access import guard
 from console.changes import acls as acl_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.params import json_object
+from console.params import is_htmx, json_object
 
 MAX_IMPORT_BYTES = 1024 * 1024
-
-
-def _htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def _choices() -> dict[str, Any]:
@@ -185,7 +181,7 @@ def _list_context(request: HttpRequest, cluster: str, source: QueryDict) -> tupl
 def acl_list(request: HttpRequest, cluster: str) -> HttpResponse:
     """Every ACL the filter (query parameters, so a link can be pasted) matches."""
     context, status = _list_context(request, cluster, request.GET)
-    template = "acls/_table.html" if _htmx(request) else "acls/list.html"
+    template = "acls/_table.html" if is_htmx(request) else "acls/list.html"
     return render(request, template, context, status=status)
 
 
@@ -238,8 +234,8 @@ def acl_new(request: HttpRequest, cluster: str) -> HttpResponse:
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["error"] = str(exc)
-    template = "acls/_preview.html" if _htmx(request) else "acls/new.html"
-    return render(request, template, context, status=status if not _htmx(request) else 200)
+    template = "acls/_preview.html" if is_htmx(request) else "acls/new.html"
+    return render(request, template, context, status=status if not is_htmx(request) else 200)
 
 
 @require_http_methods(["GET", "POST"])

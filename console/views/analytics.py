@@ -27,7 +27,7 @@ from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.live.fragments import job_status_context, jobs_context, live_context
 from console.models import AnalyticsJob
-from console.views.api import _body
+from console.params import json_object
 
 TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
 TEXT_COLUMNS = ("url", "keyword", "campaign_id", "ad_id", "network", "bucket_start", "group", "topic", "last_at")
@@ -275,7 +275,7 @@ def api_jobs(request: HttpRequest, cluster: str) -> Any:
     """GET: the cluster's job history (newest first, ``?limit=``); POST: start a job -> 201 {"id", ...}."""
     get_connection(cluster)
     if request.method == "POST":
-        job = _start(request, cluster, _body(request))
+        job = _start(request, cluster, json_object(request, forms=True))
         return JsonResponse(job_json(job, request), status=201)
     listed = AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:200]
     return {"jobs": [job_json(j, request) for j in listed]}
@@ -374,5 +374,5 @@ def api_live(request: HttpRequest, cluster: str) -> Any:
     """GET: the live query's state and figures; POST {"action": "start", "topics": [...]} or {"action": "stop"}."""
     get_connection(cluster)
     if request.method == "POST":
-        _live_change(request, cluster, _body(request))
+        _live_change(request, cluster, json_object(request, forms=True))
     return live_json(cluster)

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from broker.cluster import broker_configs
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
-from console import changes
+from console.changes import cluster as cluster_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.params import json_object
+from console.params import is_htmx, json_object
 
 
 def _only(request: HttpRequest) -> str | None:
@@ -47,7 +47,7 @@ def api_cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
     conn = get_connection(cluster)
     if request.method == "POST":
         chosen, delete = _change_of(json_object(request))
-        changes.alter_broker_configs(request, conn, cluster, None, chosen, delete)
+        cluster_changes.alter_broker_configs(request, conn, cluster, None, chosen, delete)
     answer = broker_configs.get_broker_configs(conn)
     only, query = _only(request), request.GET.get("q", "")
     shown = {r.name for r in answer.rows(only, query)}
@@ -65,7 +65,7 @@ def api_broker(request: HttpRequest, cluster: str, broker: int) -> dict[str, Any
     conn = get_connection(cluster)
     if request.method == "POST":
         chosen, delete = _change_of(json_object(request))
-        changes.alter_broker_configs(request, conn, cluster, broker, chosen, delete)
+        cluster_changes.alter_broker_configs(request, conn, cluster, broker, chosen, delete)
     [found] = broker_configs.get_broker_configs(conn, [broker]).brokers
     if found.error is not None:
         raise ClusterUnavailable(f"Broker {broker}: {found.error}.")
@@ -90,9 +90,7 @@ def cluster_page(request: HttpRequest, cluster: str) -> HttpResponse:
         rows = answer.rows(only, query)
         table = [(r, [r.entries.get(b.broker) for b in answer.brokers]) for r in rows]
         context.update(brokers=answer.brokers, rows=rows, table=table, total=len(answer.rows()))
-    template = (
-        "brokerconfigs/_compare.html" if request.headers.get("HX-Request") == "true" else "brokerconfigs/cluster.html"
-    )
+    template = "brokerconfigs/_compare.html" if is_htmx(request) else "brokerconfigs/cluster.html"
     return render(request, template, context, status=503 if context["error"] else 200)
 
 
@@ -119,7 +117,7 @@ def broker_page(request: HttpRequest, cluster: str, broker: int) -> HttpResponse
             if action not in ("set", "delete") or scope not in ("broker", "default"):
                 raise InvalidInput("Unknown action.")
             chosen, delete = ({name: value}, []) if action == "set" else ({}, [name])
-            changes.alter_broker_configs(request, conn, cluster, target, chosen, delete)
+            cluster_changes.alter_broker_configs(request, conn, cluster, target, chosen, delete)
         except KazamiError as exc:
             status, _ = status_of(exc)
             context["refused"] = {"name": name, "value": value, "scope": scope, "message": str(exc)}
@@ -148,6 +146,6 @@ def broker_page(request: HttpRequest, cluster: str, broker: int) -> HttpResponse
             ]
             context["editable"] = [e.name for e in entries if not e.read_only]
             context["total"] = len(entries)
-    htmx = request.method == "GET" and request.headers.get("HX-Request") == "true" and not context["error"]
+    htmx = request.method == "GET" and is_htmx(request) and not context["error"]
     template = "brokerconfigs/_broker_configs.html" if htmx else "brokerconfigs/broker.html"
     return render(request, template, context, status=status)

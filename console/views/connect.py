@@ -17,11 +17,11 @@ from broker.connect import connectors as connect
 from broker.connect.connectors import ConnectConfigInvalid
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError, NotFound
 from console.access import guard
-from console.changes import connect as changes
+from console.changes import connect as connect_changes
 from console.config.connect import connect_configs
 from console.errors import api_view, page_view, status_of
 from console.live.connect import client_for, clients_of, connectors_context, status_context
-from console.params import json_object
+from console.params import is_htmx, json_object
 
 DONE = {
     "pause": "paused",
@@ -111,7 +111,7 @@ def connector_detail(request: HttpRequest, cluster: str, connect_name: str, name
         try:
             guard(request, "connect.config", cluster, f"{connect_name}/{name}")
             config = _parse_json_text(posted_config, "config")
-            changes.update_config(request, cluster, client_for(cluster, connect_name), name, config)
+            connect_changes.update_config(request, cluster, client_for(cluster, connect_name), name, config)
             messages.success(request, f"The config of {name} was validated by the worker and applied.")
             return redirect("connector-detail", cluster=cluster, connect_name=connect_name, name=name)
         except ConnectConfigInvalid as exc:
@@ -138,22 +138,22 @@ def connector_action(request: HttpRequest, cluster: str, connect_name: str, name
     done = ""
     try:
         if action in LIFECYCLE:
-            changes.lifecycle(request, cluster, client, name, action)
+            connect_changes.lifecycle(request, cluster, client, name, action)
             done = DONE[action]
         elif action == "restart_task":
             task = int(request.POST.get("task", "-1"))
-            changes.restart_task(request, cluster, client, name, task)
+            connect_changes.restart_task(request, cluster, client, name, task)
             done = f"task {task} restarted"
         elif action == "reset_offsets":
-            done = changes.reset_offsets(request, cluster, client, name)
+            done = connect_changes.reset_offsets(request, cluster, client, name)
         elif action == "alter_offsets":
             offsets = connect.parse_offsets(_parse_json_text(request.POST.get("offsets", ""), "offsets"))
-            done = changes.alter_offsets(request, cluster, client, name, offsets)
+            done = connect_changes.alter_offsets(request, cluster, client, name, offsets)
         elif action == "delete":
             if request.POST.get("confirm", "") != name:
                 guard(request, "connect.delete", cluster, f"{connect_name}/{name}")
                 raise InvalidInput(f"Type the connector's name, {name}, to delete it.")
-            changes.delete(request, cluster, client, name)
+            connect_changes.delete(request, cluster, client, name)
             messages.success(request, f"Connector {name} deleted from {connect_name}.")
             return redirect("connector-list", cluster=cluster)
         else:
@@ -161,7 +161,7 @@ def connector_action(request: HttpRequest, cluster: str, connect_name: str, name
         ok, text = True, f"{name}: {done}."
     except (KazamiError, ValueError) as exc:
         ok, text = False, str(exc)
-    if request.headers.get("HX-Request"):
+    if is_htmx(request):
         html = render_to_string("connect/_status.html", status_context(cluster, connect_name, name), request=request)
         html += render_to_string("connect/_flash.html", {"ok": ok, "text": text, "oob": True})
         return HttpResponse(html)
@@ -209,7 +209,7 @@ def connector_new(request: HttpRequest, cluster: str) -> HttpResponse:
                 name, config = _split_create_body(raw)
             else:
                 name, config = connect.config_from_form(context["plugin"], context["fields"], request.POST)
-            changes.create(request, cluster, client, name, config)
+            connect_changes.create(request, cluster, client, name, config)
             messages.success(request, f"Connector {name} created on {connect_name}.")
             return redirect("connector-detail", cluster=cluster, connect_name=connect_name, name=name)
         except ConnectConfigInvalid as exc:
@@ -270,7 +270,7 @@ def api_connectors(request: HttpRequest, cluster: str) -> Any:
         body = json_object(request)
         connect_name = str(body.get("connect") or next(iter(connect_configs(cluster))))
         name, config = _split_create_body(body)
-        created = changes.create(request, cluster, client_for(cluster, connect_name), name, config)
+        created = connect_changes.create(request, cluster, client_for(cluster, connect_name), name, config)
         return JsonResponse(created.as_dict(with_config=True), status=201)
     found = connect.list_all(clients_of(cluster))
     _raise_unanswered(found)
@@ -287,7 +287,7 @@ def api_connector(request: HttpRequest, cluster: str, connect_name: str, name: s
     """GET: status, masked config, topics, offsets. DELETE (admins): the connector."""
     client = client_for(cluster, connect_name)
     if request.method == "DELETE":
-        changes.delete(request, cluster, client, name)
+        connect_changes.delete(request, cluster, client, name)
         return {"deleted": name, "connect": connect_name}
     found = connect.get_connector(client, name).as_dict(with_config=True)
     found["topics"] = connect.get_topics(client, name)
@@ -313,7 +313,7 @@ def api_config(request: HttpRequest, cluster: str, connect_name: str, name: str)
         guard(request, "connect.config", cluster, f"{connect_name}/{name}")
         body = json_object(request)
         config = body["config"] if isinstance(body.get("config"), dict) else body
-        changes.update_config(request, cluster, client, name, config)
+        connect_changes.update_config(request, cluster, client, name, config)
     return {"name": name, "connect": connect_name, "config": connect.mask_config(connect.get_raw_config(client, name))}
 
 
@@ -324,11 +324,11 @@ def api_offsets(request: HttpRequest, cluster: str, connect_name: str, name: str
     stopped connector (operators)."""
     client = client_for(cluster, connect_name)
     if request.method == "DELETE":
-        return {"message": changes.reset_offsets(request, cluster, client, name)}
+        return {"message": connect_changes.reset_offsets(request, cluster, client, name)}
     if request.method in ("PATCH", "POST"):
         guard(request, "connect.offsets", cluster, f"{connect_name}/{name}")
         offsets = connect.parse_offsets(json_object(request))
-        return {"message": changes.alter_offsets(request, cluster, client, name, offsets)}
+        return {"message": connect_changes.alter_offsets(request, cluster, client, name, offsets)}
     return {"name": name, "connect": connect_name, "offsets": connect.get_offsets(client, name)}
 
 
@@ -342,7 +342,7 @@ def api_action(request: HttpRequest, cluster: str, connect_name: str, name: str,
     client = client_for(cluster, connect_name)
     if action == "restart" and request.GET.get("only_failed", "").lower() in ("1", "true"):
         action = "restart_failed"
-    changes.lifecycle(request, cluster, client, name, action)
+    connect_changes.lifecycle(request, cluster, client, name, action)
     return JsonResponse(connect.get_status(client, name).as_dict(), status=202)
 
 
@@ -350,7 +350,7 @@ def api_action(request: HttpRequest, cluster: str, connect_name: str, name: str,
 @api_view
 def api_restart_task(request: HttpRequest, cluster: str, connect_name: str, name: str, task: int) -> Any:
     client = client_for(cluster, connect_name)
-    changes.restart_task(request, cluster, client, name, task)
+    connect_changes.restart_task(request, cluster, client, name, task)
     return JsonResponse(connect.get_status(client, name).as_dict(), status=202)
 
 

@@ -26,9 +26,9 @@ from broker.segments import (
 )
 from broker.topics import read as topics
 from console.config.clusters import get_connection
-from console.present.masking import masker_for
 from console.errors import api_view, page_view
 from console.params import int_param
+from console.present.masking import masker_for
 
 INDEX_PAGE = 200
 

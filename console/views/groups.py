@@ -1,4 +1,5 @@
-"""Consumer group pages: list, detail with history, exports, Prometheus metrics."""
+"""Consumer groups: list, detail with history, exports, Prometheus metrics, resets and deletions; the pages
+and their JSON API twins."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.errors import InvalidInput, KazamiError
 from broker.groups import lag as groups
 from broker.groups.changes import do_reset_offsets
-from console import changes
 from console.access import needs, token_allowed
+from console.changes import groups as group_changes
 from console.config.clusters import get_configs, get_connection
-from console.errors import page_view, status_of
-from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm
+from console.errors import api_view, page_view, status_of
+from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm, reset_spec
 from console.live.fragments import group_context, groups_context
-from console.params import choice_param
+from console.params import choice_param, is_htmx, json_object
 from console.present.lag import RANGES, history_series, verdicts
 
 EXPORT_COLUMNS = [
@@ -45,7 +46,7 @@ EXPORT_COLUMNS = [
 @page_view
 def group_list(request: HttpRequest, cluster: str) -> HttpResponse:
     context = groups_context(cluster, request.GET)
-    template = "groups/_table.html" if request.headers.get("HX-Request") == "true" else "groups/list.html"
+    template = "groups/_table.html" if is_htmx(request) else "groups/list.html"
     return render(
         request, template, {**context, "live_interval": settings.KAZAMI_LIVE_INTERVAL}, status=context["status"]
     )
@@ -190,7 +191,9 @@ def reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
         chosen, spec = form.cleaned_data["topics"] or None, form.cleaned_data["spec"]
         try:
             if execute:
-                result = changes.reset_offsets(request, conn, cluster, group, chosen, spec, request.POST.get("value"))
+                result = group_changes.reset_offsets(
+                    request, conn, cluster, group, chosen, spec, request.POST.get("value")
+                )
             else:
                 result = do_reset_offsets(conn, group, chosen, spec, dry_run=True)
         except KazamiError as exc:
@@ -218,7 +221,7 @@ def delete_group(request: HttpRequest, cluster: str, group: str) -> HttpResponse
     if not form.is_valid():
         messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect("group-reset", cluster=cluster, group=group)
-    changes.delete_group(request, conn, cluster, group)
+    group_changes.delete_group(request, conn, cluster, group)
     messages.success(request, f"Group {group} deleted.")
     return redirect("group-list", cluster=cluster)
 
@@ -232,8 +235,105 @@ def delete_offsets(request: HttpRequest, cluster: str, group: str) -> HttpRespon
     if not form.is_valid():
         raise InvalidInput("topic is required.")
     topic = form.cleaned_data["topic"]
-    count = changes.delete_offsets(request, conn, cluster, group, topic)
+    count = group_changes.delete_offsets(request, conn, cluster, group, topic)
     messages.success(
         request, f"Committed offsets of {group} on {form.cleaned_data['topic']} deleted ({count} partitions)."
     )
     return redirect("group-detail", cluster=cluster, group=group)
+
+
+# ---------------------------------------------------------------- API
+
+
+def _group_json(g: groups.GroupLag, verdict: Any) -> dict[str, Any]:
+    return {**g.as_dict(), "status": verdict.status, "status_reason": verdict.reason}
+
+
+@require_GET
+@api_view
+def api_group_list(request: HttpRequest, cluster: str) -> Any:
+    conn = get_connection(cluster)
+    found = groups.get_groups(conn)
+    judged = verdicts(cluster, found)
+    if request.GET.get("hide_empty") == "1":
+        found = [g for g in found if not g.empty]
+    return {
+        "count": len(found),
+        "groups": [_group_json(g, judged[g.group_id]) for g in found],
+        # Brokers that did not answer lately: the groups they coordinate are missing from this list.
+        "unanswered_brokers": sorted(conn.silent_brokers()),
+    }
+
+
+@require_GET
+@api_view
+def api_group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
+    found = groups.get_group(get_connection(cluster), group)
+    verdict = verdicts(cluster, [found])[group]
+    by_tp = {(v.topic, v.partition): v for v in verdict.partitions}
+    return {
+        **_group_json(found, verdict),
+        "members": [m.as_dict() for m in found.members],
+        "partitions": [
+            {**p.as_dict(), "status": by_tp[(p.topic, p.partition)].status if (p.topic, p.partition) in by_tp else None}
+            for p in found.partitions
+        ],
+    }
+
+
+@require_POST
+@api_view
+@needs("group.reset_offsets")
+def api_group_reset(request: HttpRequest, cluster: str, group: str) -> Any:
+    body = json_object(request, forms=True)
+    topics_wanted = body.get("topics") or None
+    if topics_wanted is not None and not (
+        isinstance(topics_wanted, list) and all(isinstance(t, str) for t in topics_wanted)
+    ):
+        raise InvalidInput("topics must be a list of topic names.")
+    dry_run = body.get("dry_run", True)
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false.")
+    value = body.get("value")
+    spec = reset_spec(str(body.get("strategy", "")), None if value is None else str(value))
+    conn = get_connection(cluster)
+    if dry_run:
+        result = do_reset_offsets(conn, group, topics_wanted, spec, dry_run=True)
+    else:
+        result = group_changes.reset_offsets(request, conn, cluster, group, topics_wanted, spec, value)
+    return {
+        "group_id": group,
+        "dry_run": not result.executed,
+        "strategy": spec.strategy,
+        "partitions": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "current_offset": r.current,
+                "new_offset": r.new,
+                "log_start_offset": r.log_start,
+                "log_end_offset": r.log_end,
+                "note": r.note,
+            }
+            for r in result.planned
+        ],
+    }
+
+
+@require_POST
+@api_view
+@needs("group.delete")
+def api_group_delete(request: HttpRequest, cluster: str, group: str) -> Any:
+    group_changes.delete_group(request, get_connection(cluster), cluster, group)
+    return {"deleted": group}
+
+
+@require_POST
+@api_view
+@needs("group.delete_offsets")
+def api_group_delete_offsets(request: HttpRequest, cluster: str, group: str) -> Any:
+    topic = json_object(request, forms=True).get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise InvalidInput("topic is required.")
+    count = group_changes.delete_offsets(request, get_connection(cluster), cluster, group, topic)
+    return {"group_id": group, "topic": topic, "partitions": count}

@@ -14,9 +14,9 @@ from broker.messages import read as messages
 from broker.messages.masking import ROLE_LEVELS, MaskRule, masked_labels
 from console.access import ADMIN, Forbidden, role_of
 from console.config.clusters import get_connection
-from console.present.masking import get_rules, masker_for_role
 from console.errors import api_view, page_view
 from console.params import int_param
+from console.present.masking import get_rules, masker_for_role
 from console.present.message_json import message_json
 from console.present.messages import DETAIL_LIMIT, decoding_for, show
 

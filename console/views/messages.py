@@ -1,20 +1,23 @@
-"""Message pages: browse a partition, one message, find by key, search, tail, produce, Avro schemas."""
+"""Messages: browse a partition, one message, find by key, search, tail, produce, Avro schemas; the pages and
+their JSON API twins, which read the same query parameters (:func:`_page_query`, :func:`_key_query`)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages as flash
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker.decode import DECODINGS, SchemaError, parse_avro_schema
+from broker.client.connection import ClusterConnection
+from broker.decode import DECODINGS, InputError, SchemaError, encode_input, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError
 from broker.messages import read as messages
 from broker.messages.masking import Masker
@@ -22,16 +25,22 @@ from broker.messages.partitioners import CHOICES, PARTITIONERS
 from broker.messages.query import describe_syntax
 from broker.messages.scan import find_by_key
 from broker.topics import read as topics
-from console import changes
-from console.access import needs, perform
+from console.access import needs
+from console.changes import messages as message_changes
 from console.config.clusters import get_connection
-from console.present.masking import masker_for
-from console.errors import page_view, status_of
-from console.forms import ProduceForm, SchemaForm
+from console.errors import api_view, page_view, status_of
+from console.forms import ProduceForm, SchemaForm, body_form
 from console.live.search import SearchSpec, run_search, search_spec_from
-from console.models import TopicSchema
 from console.params import choice_param, int_param, time_param
-from console.present.message_json import CSV_COLUMNS, MASKED_COLUMN, csv_row, message_json, raw_download
+from console.present.masking import masker_for
+from console.present.message_json import (
+    CSV_COLUMNS,
+    MASKED_COLUMN,
+    csv_row,
+    message_json,
+    raw_download,
+    shown_json,
+)
 from console.present.messages import DETAIL_LIMIT, decoding_for, show
 
 
@@ -49,26 +58,84 @@ def _isolation(request: HttpRequest) -> str:
     return messages.check_isolation(request.GET.get("isolation"))
 
 
-@require_GET
-@page_view
-def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
-    conn = get_connection(cluster)
-    limit = messages.check_limit(int_param(request, "limit", messages.DEFAULT_PAGE))
-    offset = int_param(request, "offset", None)
-    decoding = _decoding(request, cluster, topic)
-    page = messages.get_page(
-        conn,
-        topic,
-        partition,
-        offset=offset,
-        limit=limit,
+@dataclass(frozen=True)
+class PageQuery:
+    """Which page of a partition to read: from ``offset``, or from ``timestamp``, or the last page (``last=1``);
+    ``limit`` rows; ``isolation``."""
+
+    offset: int | None
+    limit: int
+    timestamp_ms: int | None
+    from_end: bool
+    isolation: str
+
+    def read(self, conn: ClusterConnection, topic: str, partition: int) -> messages.Page:
+        return messages.get_page(
+            conn,
+            topic,
+            partition,
+            offset=self.offset,
+            limit=self.limit,
+            timestamp_ms=self.timestamp_ms,
+            from_end=self.from_end,
+            isolation=self.isolation,
+        )
+
+
+def _page_query(request: HttpRequest) -> PageQuery:
+    """The browse page's and ``GET /api/.../messages``'s parameters, checked."""
+    return PageQuery(
+        limit=messages.check_limit(int_param(request, "limit", messages.DEFAULT_PAGE)),
+        offset=int_param(request, "offset", None),
         timestamp_ms=time_param(request, "timestamp"),
         from_end=request.GET.get("last") == "1",
         isolation=_isolation(request),
     )
+
+
+@dataclass(frozen=True)
+class KeyQuery:
+    """A find-by-key: the ``key`` as typed (None when not given), its ``key_format`` and the ``partitioner``
+    that placed it."""
+
+    raw: str | None
+    key_format: str
+    partitioner: str
+
+    def key(self) -> bytes:
+        """The key's bytes; raises InvalidInput."""
+        try:
+            return encode_input(self.raw or "", self.key_format)
+        except InputError as exc:
+            raise InvalidInput(f"key: {exc}") from None
+
+
+def _key_query(request: HttpRequest, required: bool = False) -> KeyQuery:
+    """The find-key page's and ``GET /api/.../find-key/``'s parameters, checked; ``required``: a key must be
+    given (the page without one shows its form)."""
+    raw = request.GET.get("key")
+    if required and (raw is None or raw == ""):
+        raise InvalidInput("key is required.")
+    return KeyQuery(
+        raw=raw,
+        key_format=choice_param(request, "key_format", ("text", "hex", "base64"), "text"),
+        partitioner=choice_param(request, "partitioner", CHOICES, "auto"),
+    )
+
+
+# ---------------------------------------------------------------- pages
+
+
+@require_GET
+@page_view
+def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
+    conn = get_connection(cluster)
+    query = _page_query(request)
+    decoding = _decoding(request, cluster, topic)
+    page = query.read(conn, topic, partition)
     masker = masker_for(request.user, cluster, topic)
     shown = [show(cluster, masker.message(m), decoding) for m in page.messages]
-    keep = {"limit": str(limit), "key_as": decoding.key_as, "value_as": decoding.value_as}
+    keep = {"limit": str(query.limit), "key_as": decoding.key_as, "value_as": decoding.value_as}
     if page.isolation != "read_uncommitted":
         keep["isolation"] = page.isolation
     return render(
@@ -83,7 +150,7 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
             "keep": keep,
             "keep_query": "&" + urlencode(keep),
             "decodings": DECODINGS,
-            "requested_offset": offset,
+            "requested_offset": query.offset,
             "crumb": f"partition {partition}",
         },
     )
@@ -119,9 +186,8 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
 @page_view
 def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
-    raw_key = request.GET.get("key")
-    key_format = choice_param(request, "key_format", ("text", "hex", "base64"), "text")
-    partitioner = choice_param(request, "partitioner", CHOICES, "auto")
+    asked = _key_query(request)
+    raw_key, key_format, partitioner = asked.raw, asked.key_format, asked.partitioner
     context: dict[str, Any] = {
         "cluster": cluster,
         "topic": topic,
@@ -131,12 +197,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         "partitioners": PARTITIONERS.values(),
     }
     if raw_key is not None and raw_key != "":
-        from broker.decode import InputError, encode_input
-
-        try:
-            key = encode_input(raw_key, key_format)
-        except InputError as exc:
-            raise InvalidInput(f"key: {exc}") from None
+        key = asked.key()
         # The same key as a search filter: a text key only (search compares keys as decoded text).
         search_query = f"key == {json.dumps(raw_key)}" if key_format == "text" else None
         if partitioner == "all" and search_query and raw_key.strip()[:1] not in ("{", "["):
@@ -246,7 +307,7 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                context["produced"] = changes.produce(request, conn, cluster, topic, form)
+                context["produced"] = message_changes.produce(request, conn, cluster, topic, form)
                 context["form"] = ProduceForm(initial={k: data.get(k) for k in ("key_format", "value_format")})
             except KazamiError as exc:
                 status = status_of(exc)[0]
@@ -268,17 +329,7 @@ def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
         except SchemaError as exc:
             flash.error(request, f"The Avro schema was not saved: {exc}")
         else:
-            part, schema = form.cleaned_data["part"], form.cleaned_data["schema"]
-            perform(
-                request,
-                "topic.schema",
-                cluster,
-                topic,
-                {"part": part, "schema_chars": len(schema)},
-                lambda: TopicSchema.objects.update_or_create(
-                    cluster=cluster, topic=topic, part=part, defaults={"schema": schema}
-                ),
-            )
+            message_changes.save_schema(request, cluster, topic, form.cleaned_data["part"], form.cleaned_data["schema"])
             flash.success(request, f"Avro schema for the {form.cleaned_data['part']}s of {topic} saved.")
     else:
         flash.error(
@@ -289,3 +340,97 @@ def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     if back.startswith("/clusters/"):
         return redirect(back)
     return redirect("topic-detail", cluster=cluster, topic=topic)
+
+
+# ---------------------------------------------------------------- API
+
+
+@require_GET
+@api_view
+def api_messages(request: HttpRequest, cluster: str, topic: str, partition: int) -> Any:
+    conn = get_connection(cluster)
+    page = _page_query(request).read(conn, topic, partition)
+    decoding = decoding_for(cluster, topic)  # the topic's schemas, for each message's kind
+    masker = masker_for(request.user, cluster, topic)
+    return {
+        "topic": topic,
+        "partition": partition,
+        "offset": page.offset,
+        "limit": page.limit,
+        "start_offset": page.start_offset,
+        "end_offset": page.end_offset,
+        "last_stable_offset": page.last_stable_offset,
+        "isolation": page.isolation,
+        "notes": page.notes,
+        "complete": page.complete,
+        "next_offset": page.next_offset,
+        "prev_offset": page.prev_offset,
+        "messages": [message_json(masker.message(m), decoding) for m in page.messages],
+    }
+
+
+@require_GET
+@api_view
+def api_message(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> Any:
+    found = messages.get_message(get_connection(cluster), topic, partition, offset)
+    shown = masker_for(request.user, cluster, topic).message(found.message)
+    download = request.GET.get("download")
+    if download is not None:
+        return raw_download(shown, download, _isolation(request))
+    return {
+        **message_json(shown, decoding_for(cluster, topic)),
+        "prev_offset": found.prev_offset,
+        "next_offset": found.next_offset,
+    }
+
+
+@require_GET
+@api_view
+def api_find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
+    asked = _key_query(request, required=True)
+    key = asked.key()
+    masked = masker_for(request.user, cluster, topic).message
+    found = find_by_key(get_connection(cluster), topic, key, asked.partitioner, masked=masked)
+    decoding = decoding_for(cluster, topic)
+    return {
+        "partitioner": found.partitioner,
+        "partition": found.partition,
+        "partitions": found.partitions,
+        "placements": found.placements,
+        "searched": found.searched,
+        "unreadable": found.unreadable,
+        "found_in": {str(p): names for p, names in found.found_in.items()},
+        "reason": found.reason,
+        "scanned": found.scanned,
+        "stopped": found.stopped,
+        "messages": [message_json(m, decoding) for m in found.matches],
+    }
+
+
+@require_GET
+@api_view
+def api_search(request: HttpRequest, cluster: str, topic: str) -> Any:
+    spec = search_spec_from(request.GET)
+    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker_for(request.user, cluster, topic))
+    return {
+        "query": spec.query,
+        "scanned": result.progress.scanned,
+        "matched": result.progress.matched,
+        "stopped": result.progress.stopped,
+        "unreadable_partitions": result.progress.unreadable,
+        "cut": result.cut,
+        "messages": [shown_json(s) for s in result.shown],  # decoded under auto by the search
+    }
+
+
+@require_POST
+@api_view
+@needs("message.produce")
+def api_produce(request: HttpRequest, cluster: str, topic: str) -> Any:
+    # A body without formats means text, and no key at all means a null key.
+    form = body_form(ProduceForm, request, defaults={"value_format": "text", "key_format": "none"})
+    done = message_changes.produce(request, get_connection(cluster), cluster, topic, form)
+    return JsonResponse(
+        {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
+        status=201,
+    )

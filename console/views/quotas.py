@@ -12,8 +12,8 @@ from django.views.decorators.http import require_http_methods
 
 from broker.errors import InvalidInput, KazamiError
 from broker.security import quotas
-from console import changes
 from console.access import guard
+from console.changes import quotas as quota_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.params import json_object
@@ -76,7 +76,7 @@ def api_quotas(request: HttpRequest, cluster: str) -> dict[str, Any]:
 
 def _api_post(request: HttpRequest, cluster: str) -> dict[str, Any]:
     entity, set_values, remove = _api_change(json_object(request))
-    changed = changes.alter_quotas(request, get_connection(cluster), cluster, entity, set_values, remove)
+    changed = quota_changes.alter_quotas(request, get_connection(cluster), cluster, entity, set_values, remove)
     return {"entity": dict(entity), "label": changed.label, "set": dict(changed.items()), "removed": remove}
 
 
@@ -100,11 +100,11 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
             entity = form_entity(request.POST)
             key = request.POST.get("key", "")
             if request.POST.get("action") == "remove":
-                changes.alter_quotas(request, conn, cluster, entity, {}, [key])
+                quota_changes.alter_quotas(request, conn, cluster, entity, {}, [key])
                 messages.success(request, f"{key} removed from {quotas.describe_entity(entity)}.")
             else:
                 value = request.POST.get("value", "")
-                changes.alter_quotas(request, conn, cluster, entity, {key: value}, [])
+                quota_changes.alter_quotas(request, conn, cluster, entity, {key: value}, [])
                 messages.success(request, f"{key} of {quotas.describe_entity(entity)} set to {value}.")
             return redirect("quotas", cluster=cluster)
         except KazamiError as exc:

@@ -11,12 +11,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker.errors import InvalidInput, KazamiError
 from broker.replication import reassign
-from console import changes
 from console.access import needs
+from console.changes import replication as replication_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.params import int_param
-from console.views.api import _body as json_body
+from console.params import int_param, json_object
 
 
 def _names(raw: Any) -> list[str]:
@@ -51,7 +50,7 @@ def _partitions(raw: Any) -> list[tuple[str, int]]:
 
 def _body(request: HttpRequest) -> dict[str, Any]:
     """The API's body reader (JSON or form); a form's repeated ``brokers`` fields all kept."""
-    data = json_body(request)
+    data = json_object(request, forms=True)
     if request.content_type != "application/json" and "brokers" in request.POST:
         data["brokers"] = request.POST.getlist("brokers")
     return data
@@ -84,7 +83,7 @@ def api_execute(request: HttpRequest, cluster: str) -> dict[str, Any]:
     plan = reassign.parse_plan(body.get("plan"))
     throttle = body.get("throttle")
     rate = int_param({"throttle": throttle}, "throttle", None, 1) if throttle not in (None, "") else None
-    return changes.reassign(request, get_connection(cluster), cluster, plan, rate).as_dict()
+    return replication_changes.reassign(request, get_connection(cluster), cluster, plan, rate).as_dict()
 
 
 @require_GET
@@ -102,7 +101,7 @@ def api_verify(request: HttpRequest, cluster: str) -> dict[str, Any]:
     topics = _names(_body(request).get("topics"))
     if not topics:
         raise InvalidInput("Name the topics whose reassignment to verify.")
-    return changes.verify_reassignment(request, get_connection(cluster), cluster, topics).as_dict()
+    return replication_changes.verify_reassignment(request, get_connection(cluster), cluster, topics).as_dict()
 
 
 @require_POST
@@ -111,7 +110,7 @@ def api_verify(request: HttpRequest, cluster: str) -> dict[str, Any]:
 def api_cancel(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """Cancel reassignments under way: ``{"partitions": [...]}`` (none: all)."""
     partitions = _partitions(_body(request).get("partitions"))
-    return changes.cancel_reassignment(request, get_connection(cluster), cluster, partitions).as_dict()
+    return replication_changes.cancel_reassignment(request, get_connection(cluster), cluster, partitions).as_dict()
 
 
 @require_POST
@@ -122,7 +121,7 @@ def api_elect(request: HttpRequest, cluster: str) -> dict[str, Any]:
     body = _body(request)
     partitions = _partitions(body.get("partitions")) or None
     kind = str(body.get("type") or "preferred")
-    outcome = changes.elect(request, get_connection(cluster), cluster, kind, partitions)
+    outcome = replication_changes.elect(request, get_connection(cluster), cluster, kind, partitions)
     return {"type": kind, "results": [{"partition": k, "error": v} for k, v in sorted(outcome.items())]}
 
 
@@ -184,21 +183,23 @@ def page(request: HttpRequest, cluster: str) -> HttpResponse:
                 plan = reassign.parse_plan(context["plan_text"])
                 raw = request.POST.get("throttle", "").strip()
                 rate = int_param({"throttle": raw}, "throttle", None, 1) if raw else None
-                changes.reassign(request, conn, cluster, plan, rate)
+                replication_changes.reassign(request, conn, cluster, plan, rate)
                 context["done"] = f"Reassignment of {len(plan)} partitions started."
             elif action == "verify":
-                progress = changes.verify_reassignment(request, conn, cluster, _names(request.POST.get("topics")))
+                progress = replication_changes.verify_reassignment(
+                    request, conn, cluster, _names(request.POST.get("topics"))
+                )
                 context["done"] = "Done; the throttle is removed." if progress.done else "Still moving."
             elif action == "cancel":
-                changes.cancel_reassignment(request, conn, cluster, [])
+                replication_changes.cancel_reassignment(request, conn, cluster, [])
                 context["done"] = "Every reassignment under way was cancelled."
             elif action == "unclean":
                 chosen = _partitions([request.POST.get("partition", "").strip()])
-                outcome = changes.elect(request, conn, cluster, "unclean", chosen)
+                outcome = replication_changes.elect(request, conn, cluster, "unclean", chosen)
                 why = next(iter(outcome.values()), None) if outcome else "no answer"
                 context["done"] = "A leader was elected." if why is None else f"Not elected: {why}."
             elif action == "elect":
-                outcome = changes.elect(request, conn, cluster, "preferred", None)
+                outcome = replication_changes.elect(request, conn, cluster, "preferred", None)
                 elected = sum(1 for v in outcome.values() if v is None)
                 context["done"] = f"Preferred leader elected on {elected} partition{'s' if elected != 1 else ''}."
             else:

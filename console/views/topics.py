@@ -1,11 +1,11 @@
-"""Topic pages: list, detail, and the forms that change topics."""
+"""Topics: the list, a topic's page and the forms that change topics, and their JSON API twins."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -13,11 +13,19 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.errors import AlreadyExists, KafkaRefused, KazamiError
 from broker.topics import read as topics
 from broker.topics.read import TopicSummary
-from console import changes
-from console.access import needs
+from console.access import guard, needs
+from console.changes import topics as topic_changes
 from console.config.clusters import get_connection
-from console.errors import page_view, status_of
-from console.forms import AddPartitionsForm, ConfigForm, CreateTopicForm, DeleteRecordsForm, DeleteTopicForm
+from console.errors import api_view, page_view, status_of
+from console.forms import (
+    AddPartitionsForm,
+    ConfigForm,
+    CreateTopicForm,
+    DeleteRecordsForm,
+    DeleteTopicForm,
+    body_form,
+)
+from console.params import is_htmx
 from console.present.listing import make_listing
 
 COLUMNS: dict[str, Any] = {
@@ -44,14 +52,18 @@ LABELS = {
 }
 
 
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
+def _internal(request: HttpRequest) -> bool:
+    """``internal=1``: the list shows Kafka's internal topics too (__consumer_offsets, ...)."""
+    return request.GET.get("internal") == "1"
+
+
+# ---------------------------------------------------------------- pages
 
 
 @require_GET
 @page_view
 def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
-    internal = request.GET.get("internal") == "1"
+    internal = _internal(request)
     rows: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
     listing = make_listing(
         request.GET,
@@ -91,7 +103,7 @@ def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                changes.create_topic(request, conn, cluster, form)
+                topic_changes.create_topic(request, conn, cluster, form)
             except (AlreadyExists, KafkaRefused) as exc:
                 form.add_error(None, str(exc))
                 status = status_of(exc)[0]
@@ -152,7 +164,7 @@ def _change(
     summary: Any,
 ) -> HttpResponse:
     """Validate ``form``; show ``summary(form.cleaned_data)`` for confirmation; then run
-    ``action(form.cleaned_data)`` (one of console.changes); a refusal goes back onto the form."""
+    ``action(form.cleaned_data)`` (one of console.changes.topics); a refusal goes back onto the form."""
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, **{name: form, "open_form": name})
     if not confirmed(request):
@@ -195,7 +207,7 @@ def topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Http
         topic,
         form,
         "partitions_form",
-        lambda d: changes.add_partitions(request, conn, cluster, topic, d["total"]),
+        lambda d: topic_changes.add_partitions(request, conn, cluster, topic, d["total"]),
         f"Topic {topic} now has {request.POST.get('total')} partitions.",
         summary,
     )
@@ -213,7 +225,7 @@ def topic_configs(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
         topic,
         form,
         "config_form",
-        lambda d: changes.alter_configs(request, conn, cluster, topic, d["set_configs"], d["reset"]),
+        lambda d: topic_changes.alter_configs(request, conn, cluster, topic, d["set_configs"], d["reset"]),
         "Configuration changed.",
         lambda d: (
             f"Change the configuration of {topic}?",
@@ -233,7 +245,7 @@ def topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Http
 
     def delete(data: dict[str, Any]) -> None:
         plan = records_plan(conn, topic, data["partition"], data["before_offset"])
-        changes.delete_records(request, conn, cluster, topic, plan)
+        topic_changes.delete_records(request, conn, cluster, topic, plan)
 
     def summary(data: dict[str, Any]) -> tuple[str, list[str], bool]:
         plan = records_plan(conn, topic, data["partition"], data["before_offset"])
@@ -277,6 +289,78 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     form = DeleteTopicForm(request.POST, topic=topic)
     if not form.is_valid():
         return _detail(request, cluster, topic, status=400, delete_form=form, open_form="delete_form")
-    changes.delete_topic(request, conn, cluster, topic)
+    topic_changes.delete_topic(request, conn, cluster, topic)
     messages.success(request, f"Topic {topic} deleted.")
     return redirect("topic-list", cluster=cluster)
+
+
+# ---------------------------------------------------------------- API
+
+
+@require_http_methods(["GET", "POST"])
+@api_view
+def api_topic_list(request: HttpRequest, cluster: str) -> Any:
+    if request.method == "POST":
+        guard(request, "topic.create", cluster, "")
+        return _api_create_topic(request, cluster)
+    rows = topics.get_topics(get_connection(cluster), include_internal=_internal(request))
+    query = request.GET.get("q", "").lower()
+    kept = [t for t in rows if query in t.name.lower()]
+    return {"count": len(kept), "topics": [t.as_dict() for t in kept]}
+
+
+@require_GET
+@api_view
+def api_topic_detail(request: HttpRequest, cluster: str, topic: str) -> Any:
+    return topics.get_topic(get_connection(cluster), topic).as_dict()
+
+
+def _api_create_topic(request: HttpRequest, cluster: str) -> JsonResponse:
+    conn = get_connection(cluster)
+    form = body_form(CreateTopicForm, request)
+    data = form.cleaned_data
+    topic_changes.create_topic(request, conn, cluster, form)
+    return JsonResponse(topics.get_topic(conn, data["name"]).as_dict(), status=201)
+
+
+@require_POST
+@api_view
+@needs("topic.delete")
+def api_topic_delete(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    body_form(DeleteTopicForm, request, topic=topic)
+    topic_changes.delete_topic(request, conn, cluster, topic)
+    return {"deleted": topic}
+
+
+@require_POST
+@api_view
+@needs("topic.add_partitions")
+def api_topic_add_partitions(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = body_form(AddPartitionsForm, request)
+    topic_changes.add_partitions(request, conn, cluster, topic, form.cleaned_data["total"])
+    return {"topic": topic, "partitions": form.cleaned_data["total"]}
+
+
+@require_POST
+@api_view
+@needs("topic.configs")
+def api_topic_configs(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = body_form(ConfigForm, request)
+    topic_changes.alter_configs(
+        request, conn, cluster, topic, form.cleaned_data["set_configs"], form.cleaned_data["reset"]
+    )
+    return {"topic": topic, "set": form.cleaned_data["set_configs"], "reset": form.cleaned_data["reset"]}
+
+
+@require_POST
+@api_view
+@needs("topic.delete_records")
+def api_topic_delete_records(request: HttpRequest, cluster: str, topic: str) -> Any:
+    conn = get_connection(cluster)
+    form = body_form(DeleteRecordsForm, request)
+    plan = records_plan(conn, topic, form.cleaned_data["partition"], form.cleaned_data["before_offset"])
+    low = topic_changes.delete_records(request, conn, cluster, topic, plan)
+    return {"topic": topic, "start_offsets": {str(p): o for p, o in sorted(low.items())}}

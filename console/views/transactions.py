@@ -13,10 +13,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker.errors import InvalidInput, KazamiError
 from broker.messages import transactions
-from console import changes
+from console.changes import transactions as transaction_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
-from console.params import int_param
+from console.params import int_param, is_htmx
 
 ABORT_FIELDS = ("partition", "producer_id", "producer_epoch", "coordinator_epoch")
 
@@ -79,7 +79,9 @@ def api_abort(request: HttpRequest, cluster: str) -> dict[str, Any]:
         data = json.loads(request.body or b"{}")
     except ValueError as exc:
         raise InvalidInput(f"The body is not valid JSON: {exc}.") from None
-    return changes.abort_transaction(request, get_connection(cluster), cluster, *_abort_spec(data)).as_dict()
+    return transaction_changes.abort_transaction(
+        request, get_connection(cluster), cluster, *_abort_spec(data)
+    ).as_dict()
 
 
 # ---------------------------------------------------------------- pages
@@ -96,7 +98,7 @@ def transaction_list(request: HttpRequest, cluster: str) -> HttpResponse:
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["listing"], context["error"] = None, str(exc)
-    template = "transactions/_list.html" if request.headers.get("HX-Request") else "transactions/list.html"
+    template = "transactions/_list.html" if is_htmx(request) else "transactions/list.html"
     return render(request, template, context, status=status)
 
 
@@ -128,7 +130,7 @@ def hanging_page(request: HttpRequest, cluster: str) -> HttpResponse:
     status = 200
     try:
         if request.method == "POST":
-            aborted = changes.abort_transaction(request, conn, cluster, *_abort_spec(request.POST.dict()))
+            aborted = transaction_changes.abort_transaction(request, conn, cluster, *_abort_spec(request.POST.dict()))
             context["done"] = aborted
         context["report"] = transactions.find_hanging(conn, _topics(context["topics_text"]), _max_timeout(source))
     except KazamiError as exc:

@@ -4,7 +4,7 @@ says there is no ZooKeeper; the API answers 409.
 
 Where the cluster's ``zookeeper_writes`` setting allows it, admins create, change and delete znodes: on the
 node page (each change confirmed on a page of its own first) and with ``POST`` to the API, both through
-console.changes, so every attempt is audited."""
+console.changes.zookeeper, so every attempt is audited."""
 
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ from broker.zk.writes import (
     check_version,
     protection,
 )
-from console import changes
+from console.changes import zookeeper as zookeeper_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, json_error, page_view, status_of
-from console.params import choice_param, int_param, json_object
+from console.params import choice_param, int_param, is_htmx, json_object
 from console.views.topics import confirm_page, confirmed
 
 DECODINGS = ("auto", "json", "text", "hex")
@@ -232,9 +232,7 @@ def zookeeper_tree(request: HttpRequest, cluster: str) -> HttpResponse:
     except KazamiError as exc:
         status, _ = status_of(exc)
         context["message"] = str(exc)
-        return render(
-            request, "zookeeper/_tree_error.html", context, status=200 if request.headers.get("HX-Request") else status
-        )
+        return render(request, "zookeeper/_tree_error.html", context, status=200 if is_htmx(request) else status)
     template = "zookeeper/_tree_items.html" if request.GET.get("items") == "1" else "zookeeper/_tree.html"
     return render(request, template, context)
 
@@ -291,11 +289,6 @@ def zookeeper_servers_api(request: HttpRequest, cluster: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- changes
 
 
-def _body(request: HttpRequest) -> dict[str, Any]:
-    """The JSON object of a POST (a form-encoded body is taken too); raises InvalidInput."""
-    return json_object(request, forms=True)
-
-
 def _data(body: dict[str, Any]) -> bytes:
     """The ``data`` of a change as bytes: text, or base64 when ``data_encoding`` says so; raises InvalidInput."""
     raw = body.get("data")
@@ -323,17 +316,17 @@ def _change_api(request: HttpRequest, cluster: str) -> HttpResponse:
     404 no such znode (or parent), 409 the version moved, the znode exists or has children."""
     conn = get_connection(cluster)
     try:
-        body = _body(request)
+        body = json_object(request, forms=True)
         op = choice_param(body, "op", OPS, "")
         path = check_path(str(body.get("path") or ""))
         if op == "create":
-            stat = changes.create_znode(request, conn, cluster, path, _data(body))
+            stat = zookeeper_changes.create_znode(request, conn, cluster, path, _data(body))
             return JsonResponse({"op": op, "path": path, "stat": stat.as_dict()}, status=201)
         version = check_version(body.get("version"))
         if op == "set":
-            stat = changes.set_znode(request, conn, cluster, path, _data(body), version)
+            stat = zookeeper_changes.set_znode(request, conn, cluster, path, _data(body), version)
             return JsonResponse({"op": op, "path": path, "stat": stat.as_dict()})
-        deleted = changes.delete_znode(request, conn, cluster, path, version, _flag(body.get("recursive")))
+        deleted = zookeeper_changes.delete_znode(request, conn, cluster, path, version, _flag(body.get("recursive")))
         return JsonResponse({"op": op, "path": path, "deleted": deleted.count, "warning": check_delete(path)})
     except KazamiError as exc:
         status, code = _status(exc)
@@ -360,7 +353,7 @@ def zookeeper_change(request: HttpRequest, cluster: str) -> HttpResponse:
             if not name or "/" in name:
                 raise InvalidInput("The new znode's name must be one path segment, without /.")
             path = check_path(child_path(node_path, name))
-        changes.check_zookeeper_change(request, conn, cluster, ACTIONS[op], path)
+        zookeeper_changes.check_zookeeper_change(request, conn, cluster, ACTIONS[op], path)
         # A browser sends a textarea's line ends as CR LF: the znode gets the LF the text was shown with.
         data = check_data(request.POST.get("data", "").replace("\r\n", "\n").encode("utf-8", errors="surrogatepass"))
         version = check_version(request.POST.get("version")) if op != "create" else -1
@@ -369,13 +362,13 @@ def zookeeper_change(request: HttpRequest, cluster: str) -> HttpResponse:
         if not confirmed(request):
             return _confirm(request, conn, cluster, op, path, data, version, recursive, back)
         if op == "create":
-            changes.create_znode(request, conn, cluster, path, data)
+            zookeeper_changes.create_znode(request, conn, cluster, path, data)
             messages.success(request, f"{path} created.")
         elif op == "set":
-            stat = changes.set_znode(request, conn, cluster, path, data, version)
+            stat = zookeeper_changes.set_znode(request, conn, cluster, path, data, version)
             messages.success(request, f"{path} changed: version {stat.version}, {stat.data_length} bytes.")
         else:
-            deleted = changes.delete_znode(request, conn, cluster, path, version, recursive)
+            deleted = zookeeper_changes.delete_znode(request, conn, cluster, path, version, recursive)
             more = (
                 f" with {deleted.count - 1} znode{'s' if deleted.count != 2 else ''} under it"
                 if deleted.count > 1
