@@ -45,7 +45,7 @@ from console.models import AnalyticsJob, AnalyticsResult, LagSample
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # where manage.py is
 CANCEL_GRACE = 20.0  # seconds a running job has to stop after a cancel before its processes are killed
 PROGRESS_EVERY = 0.5  # seconds between progress writes
 
