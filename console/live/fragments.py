@@ -24,6 +24,7 @@ from console.live.connect import render_connectors, render_status
 from console.models import AnalyticsJob
 from console.present.lag import verdicts
 from console.present.listing import make_listing
+from console.present.messages import ShownMessage
 
 
 def overview_context(cluster: str) -> dict[str, Any]:
@@ -211,7 +212,15 @@ def render_group(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("groups/_group.html", group_context(cluster, params.get("group", ""), track=True))
 
 
-# What a websocket may subscribe to: view name -> renderer of its fragment (cluster, query parameters).
+def message_rows(shown: list[ShownMessage], target: str, how: str, show_partition: bool = True) -> str:
+    """Message rows pushed over a websocket: the ``<tbody id=target>`` they go into, swapped ``how`` (htmx's
+    out-of-band swap: innerHTML, beforeend, afterbegin)."""
+    rows = "".join(
+        render_to_string("messages/_message_row.html", {"s": s, "show_partition": show_partition}) for s in shown
+    )
+    return f'<tbody id="{target}" hx-swap-oob="{how}">{rows}</tbody>'
+
+
 def jobs_context(cluster: str) -> dict[str, Any]:
     """Context of ``analytics/_jobs.html``: the cluster's latest jobs (queued and running ones first)."""
     jobs.dispatch()
@@ -264,6 +273,7 @@ def render_live(cluster: str, params: Mapping[str, str]) -> str:
     return render_to_string("analytics/_live.html", live_context(cluster))
 
 
+# What a websocket may subscribe to: view name -> renderer of its fragment (cluster, query parameters).
 LIVE_FRAGMENTS = {
     "overview": render_overview,
     "quorum": render_quorum,

@@ -1,11 +1,18 @@
-"""Searching a topic with the filter language: the bounds a user asked for, checked, and the run."""
+"""Searching a topic with the filter language: the bounds a user asked for, checked, and the run; for the search
+page's websocket, the run with its matches and progress pushed as they come (:func:`stream_search`)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
+
+from channels.db import database_sync_to_async
+from django.template.loader import render_to_string
+from django.urls import reverse
 
 from broker.client.connection import ClusterConnection
 from broker.decode import decode
@@ -17,12 +24,17 @@ from broker.messages.query import Query, parse_query
 from broker.messages.query_terms import MessageView, QueryError
 from broker.messages.scan import ScanProgress, plan_scan, scan
 from broker.times import parse_time
+from console.config.clusters import get_connection
+from console.live.fragments import message_rows
+from console.live.tasks import TaskConsumer
+from console.present.masking import masker_for
 from console.present.messages import ShownMessage, decoding_for, show
 
 MAX_SCAN_LIMIT = 5_000_000
 DEFAULT_MAX_SCAN = 100_000
 MAX_MATCHES_LIMIT = 10_000
 DEFAULT_MAX_MATCHES = 200
+PUSH_EVERY = 0.25  # seconds between a streamed search's pushes: progress and matches are batched in between
 
 
 @dataclass(frozen=True)
@@ -199,3 +211,59 @@ def run_search(
             result.cut = f"The matches so far hold more than {messages.PAGE_BYTES // (1024 * 1024)} MB; search stopped."
             break
     return result
+
+
+async def stream_search(to: TaskConsumer, topic: str, spec: SearchSpec, cancel: threading.Event) -> None:
+    """:func:`run_search` for the search page's websocket (console.live.consumers.SearchConsumer): the results
+    emptied, then the matches and the progress pushed to ``to`` as they come, at most every PUSH_EVERY seconds,
+    with the download links at the end. Stops when ``cancel`` is set. Raises KazamiError."""
+    pending: list[ShownMessage] = []
+    state: dict[str, Any] = {"progress": ScanProgress(), "last_push": 0.0}
+    lock = threading.Lock()
+
+    def on_match(shown: ShownMessage) -> None:
+        with lock:
+            pending.append(shown)
+
+    def on_progress(progress: ScanProgress) -> None:
+        state["progress"] = progress
+        now = time.monotonic()
+        if progress.done or now - state["last_push"] >= PUSH_EVERY:
+            state["last_push"] = now
+            to.from_thread(_push(to, topic, pending, lock, progress, spec))
+
+    await to.send(
+        text_data=message_rows([], "search-results", "innerHTML")
+        + render_to_string("messages/_search_progress.html", {"progress": ScanProgress()})
+    )
+    conn = get_connection(to.cluster)
+    # The user's masking, as the search page's: the query sees masked messages only.
+    masker = await database_sync_to_async(masker_for)(to.scope["user"], to.cluster, topic)
+    await to.in_thread(run_search, conn, to.cluster, topic, spec, cancel, on_progress, on_match, masker)
+
+
+async def _push(
+    to: TaskConsumer,
+    topic: str,
+    pending: list[ShownMessage],
+    lock: threading.Lock,
+    progress: ScanProgress,
+    spec: SearchSpec,
+) -> None:
+    """The matches found since the last push, and the progress (with the download links once done)."""
+    with lock:
+        batch = pending[:]
+        pending.clear()
+    downloads = None
+    if progress.done:
+        base = reverse("topic-search", kwargs={"cluster": to.cluster, "topic": topic})
+        params = spec.as_params()
+        downloads = {
+            "json": f"{base}?{urlencode({**params, 'format': 'json'})}",
+            "csv": f"{base}?{urlencode({**params, 'format': 'csv'})}",
+            "link": f"{base}?{urlencode({**params, 'run': '1'})}",
+        }
+    html: str = render_to_string("messages/_search_progress.html", {"progress": progress, "downloads": downloads})
+    if batch:
+        html = message_rows(batch, "search-results", "beforeend") + html
+    await to.send(text_data=html)

@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 
 from broker.local import launcher
 from console.asgi import application
-from console.live import consumers, fragments
+from console.live import fragments, tails
 from tests.conftest import websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
@@ -66,7 +66,7 @@ def test_browsers_tailing_a_topic_share_one_reader(headers: list[tuple[bytes, by
         for ws in browsers:
             assert (await ws.connect())[0]
             assert "Waiting for new messages" in await ws.receive_from(timeout=15)
-        readers = len([key for key in consumers._tails if key[1] == name])
+        readers = len([key for key in tails._tails if key[1] == name])
         await asyncio.sleep(1.0)  # the reader has reached the end of the topic
         await asyncio.get_running_loop().run_in_executor(None, produce, name, [(b"k", b"seen-by-all")])
         pushed = []
@@ -78,7 +78,7 @@ def test_browsers_tailing_a_topic_share_one_reader(headers: list[tuple[bytes, by
         for ws in browsers:
             await ws.disconnect()
         await asyncio.sleep(0.05)
-        return pushed, readers, len([key for key in consumers._tails if key[1] == name])
+        return pushed, readers, len([key for key in tails._tails if key[1] == name])
 
     pushed, readers, readers_after = async_to_sync(scenario)()
     assert readers == 1

@@ -1,0 +1,83 @@
+"""What every websocket checks of its session: whether it may read the console when it opens, and again while it
+stays open (:class:`Rechecked`, the base of every consumer), with the close codes that say why not."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from importlib import import_module
+from typing import Any
+
+from channels.auth import get_user
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from console.access import has
+
+log = logging.getLogger(__name__)
+
+CLOSE_UNKNOWN = 4404
+CLOSE_LOGIN = 4401  # no session: log in first
+CLOSE_FORBIDDEN = 4403  # logged in without the viewer role
+CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked differently: reload to tail again
+
+
+async def refusal(scope: dict[str, Any]) -> int | None:
+    """The close code for a websocket whose session may not read the console, or None. (The origin is
+    checked before: console.asgi wraps every consumer in AllowedHostsOriginValidator.)"""
+    user = scope.get("user")
+    if user is None:
+        return CLOSE_LOGIN
+    if await database_sync_to_async(has)(user, "view_console"):
+        return None
+    return CLOSE_FORBIDDEN if user.is_authenticated else CLOSE_LOGIN
+
+
+async def refusal_now(scope: dict[str, Any]) -> int | None:
+    """:func:`refusal` for the session as it is in the session store now: a logout (the session is
+    deleted), a password change, a user disabled or a role taken away since the websocket opened."""
+    return await refusal(await fresh_scope(scope))
+
+
+async def fresh_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """``scope`` with its session and user as they are in the session store now."""
+    session = scope.get("session")
+    if session is None or session.session_key is None:
+        return scope
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    fresh = {**scope, "session": store(session_key=session.session_key)}
+    fresh["user"] = await get_user(fresh)
+    return fresh
+
+
+class Rechecked(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
+    """A consumer whose session is checked again every KAZAMI_WS_RECHECK seconds while it is open; the
+    socket is closed (4401 logged out, 4403 no role any more) when it may no longer read the console."""
+
+    rechecking: asyncio.Task[None] | None = None
+
+    def start_rechecking(self) -> None:
+        self.rechecking = asyncio.get_running_loop().create_task(self._recheck())
+
+    def stop_rechecking(self) -> None:
+        if self.rechecking is not None:
+            self.rechecking.cancel()
+
+    async def _recheck(self) -> None:
+        while True:
+            await asyncio.sleep(settings.KAZAMI_WS_RECHECK)
+            try:
+                code = await refusal_now(self.scope)
+                if code is None:
+                    code = await self.changed_since_open()
+            except Exception:  # the database is away: check again next time
+                log.warning("could not check a websocket's session again", exc_info=True)
+                continue
+            if code is not None:
+                await self.close(code=code)
+                return
+
+    async def changed_since_open(self) -> int | None:
+        """A close code when what the socket sends no longer fits its user (checked with the session)."""
+        return None
