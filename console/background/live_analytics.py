@@ -29,7 +29,8 @@ from analytics.spark import check_spark, first_line
 from broker.errors import AlreadyExists, InvalidInput, KazamiError
 from broker.topics import read as topics
 from broker.topics.changes import do_create_topic
-from console.background.jobs import alive, jobs_dir, spark_settings, spawn_command
+from console.background.job_process import spark_settings
+from console.background.jobs import alive, jobs_dir, spawn_command
 from console.config.clusters import get_configs, get_connection
 from console.models import LiveFigure, LiveQuery
 

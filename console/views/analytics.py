@@ -22,7 +22,7 @@ from analytics.spark import SparkUnavailable, check_spark
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.topics import read as topics
 from console.access import perform
-from console.background import jobs, live_analytics
+from console.background import job_spec, jobs, live_analytics
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.live.fragments import job_status_context, jobs_context, live_context
@@ -159,8 +159,8 @@ def _topic_names(conn: Any) -> list[str]:
 
 def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> AnalyticsJob:
     def start() -> AnalyticsJob:
-        spec = jobs.check_job_request(data)
-        return jobs.do_submit(cluster, spec, request.user, jobs.check_offsets(data, spec))
+        spec = job_spec.check_job_request(data)
+        return jobs.do_submit(cluster, spec, request.user, job_spec.check_offsets(data, spec))
 
     named = data.get("groups") if data.get("report") == "lag" else data.get("topics", "")
     target = ",".join(str(t) for t in named) if isinstance(named, list) else str(named or "")

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from broker.demo.web import web_events
-from console.background import jobs
+from console.background import job_process, jobs
 from console.models import AnalyticsJob, AuditEntry
 from tests import analytics_reference as ref
 from tests.conftest import logged_in
@@ -147,7 +147,7 @@ def test_a_job_runs_to_its_result_and_every_view_of_it_agrees(spark: Any, traffi
     body = {"report": "pv_uu", "topics": [topic], "bucket": "hour", "from": BASE, "to": BASE + 3 * HOUR}
     job_id = post(client, "/api/clusters/local/jobs/", body).json()["id"]
     assert client.get(f"/api/jobs/{job_id}/result/").status_code == 400  # not finished yet
-    done = jobs.execute(job_id, spark=spark)
+    done = job_process.execute(job_id, spark=spark)
     assert done.status == "succeeded", done.error
     status = client.get(f"/api/jobs/{job_id}/").json()
     assert status["progress"] == 1.0
@@ -227,7 +227,7 @@ def test_an_offset_range_reads_only_those_offsets(spark: Any, kafka_cluster: Any
     assert backwards.status_code == 400
     body = {"report": "pv_uu", "topics": [topic], "bucket": "minute", "offsets": {topic: {"0": [50, 200]}}}
     job_id = post(client, "/api/clusters/local/jobs/", body).json()["id"]
-    done = jobs.execute(job_id, spark=spark)
+    done = job_process.execute(job_id, spark=spark)
     assert done.status == "succeeded", done.error
     assert done.input_rows == 150
     rows = client.get(f"/api/jobs/{job_id}/result/").json()["rows"]

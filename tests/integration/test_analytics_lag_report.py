@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console.background import jobs
+from console.background import job_process, jobs
 from console.models import AnalyticsJob, LagSample
 from tests.conftest import logged_in
 
@@ -80,7 +80,7 @@ def test_the_lag_report_summarises_each_partitions_history(spark: Any, settings:
     }
     answer = client.post("/api/clusters/local/jobs/", json.dumps(body), content_type="application/json")
     assert answer.status_code == 201, answer.content
-    done = jobs.execute(answer.json()["id"], spark=spark)
+    done = job_process.execute(answer.json()["id"], spark=spark)
     assert done.status == "succeeded", done.error
     assert done.input_rows == len(rows)
     got = {

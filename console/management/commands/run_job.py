@@ -1,4 +1,5 @@
-"""``manage.py run_job ID``: the process an analytics job runs in (console/background/jobs.py starts it)."""
+"""``manage.py run_job ID``: the process an analytics job runs in (console/background/jobs.py starts it;
+console/background/job_process.py is what it runs)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console.background.jobs import run_job_process
+from console.background.job_process import run_job_process
 
 
 class Command(BaseCommand):

@@ -1,0 +1,199 @@
+"""The process an analytics job runs in (``manage.py run_job ID``, started by console.background.jobs): it starts
+Spark, calls analytics.runner, writes progress to the job's row as Spark's tasks finish, watches the row for a
+cancel request, stores the result, and dispatches the next queued job."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+
+from analytics.runner import JobCancelled, JobResult, JobSpec, run_lag_report, run_report
+from analytics.spark import SparkSettings, first_line
+from broker.errors import KazamiError
+from console.background.job_spec import ranges_of, spec_of, stored_offsets
+from console.background.jobs import dispatch, finish, get_job, jobs_dir
+from console.config.clusters import get_configs
+from console.models import AnalyticsJob, AnalyticsResult, LagSample
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY = 0.5  # seconds between progress writes
+
+
+def spark_settings(app_name: str) -> SparkSettings:
+    """The console's Spark settings (KAZAMI_SPARK_*) for a job or the live query called ``app_name``."""
+    return SparkSettings(
+        master=settings.KAZAMI_SPARK_MASTER,
+        driver_memory=settings.KAZAMI_SPARK_DRIVER_MEMORY,
+        shuffle_partitions=settings.KAZAMI_SPARK_SHUFFLE_PARTITIONS,
+        ui=settings.KAZAMI_SPARK_UI,
+        app_name=app_name,
+        driver_host=settings.KAZAMI_SPARK_DRIVER_HOST,
+    )
+
+
+def execute(job_id: int, spark: Any = None, cancelled: threading.Event | None = None) -> AnalyticsJob:
+    """Run job ``job_id`` (already marked running) to its end and store how it ended; never raises for
+    the job's own failures. ``spark``: a session to use (tests share one), else one is started.
+    ``cancelled``: set by the caller to cancel (the job's row is watched for a cancel request too)."""
+    job = get_job(job_id)
+    cancelled = cancelled or threading.Event()
+    stop_watching = threading.Event()
+    watcher = threading.Thread(target=_watch_cancel, args=(job_id, cancelled, stop_watching), daemon=True)
+    watcher.start()
+    try:
+        _run(job, spark, cancelled)
+    except JobCancelled as exc:
+        finish(job_id, AnalyticsJob.CANCELLED, error=str(exc), stage="")
+    except KazamiError as exc:
+        finish(job_id, AnalyticsJob.FAILED, error=explained(str(exc)), stage="")
+    except Exception as exc:
+        log.exception("analytics job %s failed", job_id)
+        finish(job_id, AnalyticsJob.FAILED, error=first_line(exc), stage="")
+    finally:
+        stop_watching.set()
+        watcher.join(timeout=2)
+    return get_job(job_id)
+
+
+def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
+    from analytics.source import kafka_options
+
+    spec = spec_of(job)
+    if spec.report == "lag":
+        _run_lag(job, spec, spark, cancelled)
+        return
+    config = get_configs()[job.cluster]
+    ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
+    if ranges.records and spark is None:
+        spark = _start_spark(job)
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started reading.")
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
+    _store(
+        job,
+        run_report(
+            spark,
+            spec,
+            kafka_options(config, jobs_dir() / "scratch") if ranges.records else {},
+            ranges,
+            group=f"kazami-job-{job.pk}",
+            progress=_progress_of(job),
+            cancelled=cancelled,
+        ),
+    )
+
+
+def lag_samples(cluster: str, spec: JobSpec) -> list[tuple[Any, ...]]:
+    """The samples the lag report reads: (group, topic, partition, at_ms, lag, lag_ms, status)."""
+    found = LagSample.objects.filter(cluster=cluster)
+    if spec.groups:
+        found = found.filter(group__in=spec.groups)
+    if spec.from_ms is not None:
+        found = found.filter(at__gte=datetime.fromtimestamp(spec.from_ms / 1000, UTC))
+    if spec.to_ms is not None:
+        found = found.filter(at__lt=datetime.fromtimestamp(spec.to_ms / 1000, UTC))
+    rows = found.values_list("group", "topic", "partition", "at", "lag", "lag_ms", "status")
+    return [
+        (g, t, p, int(at.timestamp() * 1000), lag, lag_ms, st) for g, t, p, at, lag, lag_ms, st in rows.iterator(5000)
+    ]
+
+
+def _run_lag(job: AnalyticsJob, spec: JobSpec, spark: Any, cancelled: threading.Event) -> None:
+    samples = lag_samples(job.cluster, spec)
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=len(samples))
+    if samples and spark is None:
+        spark = _start_spark(job)
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started.")
+    gap_ms = int(3 * settings.KAZAMI_LAG_SAMPLE_INTERVAL * 1000)
+    _store(job, run_lag_report(spark, spec, samples, gap_ms, f"kazami-job-{job.pk}", _progress_of(job), cancelled))
+
+
+def _progress_of(job: AnalyticsJob) -> Any:
+    """A progress callback writing to the job's row at most every PROGRESS_EVERY seconds."""
+    last = [0.0]
+
+    def progress(fraction: float, stage: str) -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = now
+        close_old_connections()
+        AnalyticsJob.objects.filter(pk=job.pk, status=AnalyticsJob.RUNNING).update(
+            progress=round(fraction, 4), stage=stage[:255]
+        )
+
+    return progress
+
+
+def _store(job: AnalyticsJob, result: JobResult) -> None:
+    """Keep ``result``'s rows and mark the job succeeded with its figures."""
+    with transaction.atomic():
+        AnalyticsResult.objects.update_or_create(job_id=job.pk, defaults={"rows": result.rows})
+        finish(
+            job.pk,
+            AnalyticsJob.SUCCEEDED,
+            progress=1.0,
+            stage="",
+            input_rows=result.input_rows,
+            input_bytes=result.input_bytes,
+            malformed=result.malformed,
+            summary=result.summary,
+            notes=result.notes,
+        )
+
+
+def _start_spark(job: AnalyticsJob) -> Any:
+    from analytics.spark import start_session
+
+    spark = start_session(spark_settings(f"kazami job {job.pk} {job.report}"))
+    url = spark.sparkContext.uiWebUrl
+    AnalyticsJob.objects.filter(pk=job.pk).update(spark_ui_url=url or "", stage="reading")
+    return spark
+
+
+def _watch_cancel(job_id: int, cancelled: threading.Event, stop: threading.Event) -> None:
+    """Set ``cancelled`` once the job's row says someone asked to cancel it."""
+    while not stop.wait(0.5):
+        try:
+            if AnalyticsJob.objects.filter(pk=job_id).exclude(cancel_requested_at=None).exists():
+                cancelled.set()
+                return
+        except Exception:  # noqa: BLE001, S112 - the database is busy: look again next time
+            continue
+        finally:
+            close_old_connections()
+
+
+def explained(error: str) -> str:
+    """A job's error with what it most likely means, when Spark's words leave that to the reader."""
+    if "TimeoutException" in error and "Kafka" not in error:
+        return f"Kafka did not answer Spark in time (are the brokers up?): {error}"
+    return error
+
+
+def run_job_process(job_id: int) -> int:
+    """The body of ``manage.py run_job``: SIGTERM cancels as the cancel button does; the next queued job
+    starts after."""
+    job = get_job(job_id)
+    if job.status != AnalyticsJob.RUNNING:
+        return 0
+    cancelled = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: cancelled.set())
+    AnalyticsJob.objects.filter(pk=job_id).update(pid=os.getpid())
+    try:
+        execute(job_id, cancelled=cancelled)
+    finally:
+        with contextlib.suppress(Exception):
+            dispatch()
+    return 0
