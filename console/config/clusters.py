@@ -69,7 +69,7 @@ def _log_dir_roots(value: str | None) -> tuple[str, ...]:
     """``KAZAMI_LOG_DIRS`` (folders, or ``[BROKER:]BROKER_PATH=LOCAL_PATH`` mappings, separated by commas);
     unset, the project's ``var/`` folder, where the embedded clusters keep their log dirs."""
     if value is None:
-        return (str(Path(__file__).resolve().parent.parent / "var"),)
+        return (str(Path(__file__).resolve().parents[2] / "var"),)
     return tuple(p.strip() for p in value.split(",") if p.strip())
 
 

@@ -197,3 +197,18 @@ def test_generated_certificates_name_localhost_and_keep_keys_private(tmp_path: P
     assert files.broker.stat().st_mode & 0o777 == 0o600
     assert files.client_key.stat().st_mode & 0o777 == 0o600
     assert certs.ensure_certs(tmp_path).ca.read_bytes() == files.ca.read_bytes()  # kept, not regenerated
+
+
+def test_log_dirs_default_to_the_projects_var_folder() -> None:
+    """Unset, KAZAMI_LOG_DIRS is the folder the embedded clusters keep their log dirs in: var/ beside manage.py,
+    wherever the module that computes it sits in the tree."""
+    repo = Path(__file__).resolve().parents[2]
+    assert (repo / "manage.py").exists()
+    assert clusters._log_dir_roots(None) == (str(repo / "var"),)
+    assert clusters._log_dir_roots(" /a , /b ") == ("/a", "/b")
+
+
+def test_analytics_jobs_are_started_from_the_folder_of_manage_py() -> None:
+    from console.background import jobs
+
+    assert (jobs.REPO / "manage.py").exists()
