@@ -1,6 +1,6 @@
 """Running reports: plan the offsets, read them once, parse once, aggregate, collect.
 
-Knows Spark and Kafka, nothing of Django: the console's job process (console/background/jobs.py) calls
+Knows Spark and Kafka, nothing of Django: the console's job process (console/background/job_process.py) calls
 :func:`run_report` with callbacks for progress and a cancel flag, and stores what it returns;
 :func:`run_reports` computes several reports over the same records, PV/UU, CTR and shares over one
 read (analytics.reports.onepass). Malformed records are counted per reason in the same pass that

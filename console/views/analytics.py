@@ -1,5 +1,5 @@
 """Analytics: the report form and job history of a cluster, a job's page (live progress, charts, table,
-downloads), and their JSON API. The work happens in console/background/jobs.py and analytics/."""
+downloads), and their JSON API. The work happens in console/background/ (job_spec, jobs, job_process) and analytics/."""
 
 from __future__ import annotations
 
