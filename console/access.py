@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from broker import redaction
 from broker.errors import KazamiError
 from console.config.clusters import get_configs
 
@@ -198,16 +198,15 @@ def perform(
     return result
 
 
-SECRET_NAME = re.compile(r"password|secret|jaas|credential|token|private", re.IGNORECASE)
+# What the audit log keeps of a secret.
+HIDDEN = "(hidden)"
 
 
 def mask(params: Any) -> Any:
-    """``params`` with the value of every secret-looking key replaced."""
-    if isinstance(params, dict):
-        return {k: "(hidden)" if SECRET_NAME.search(str(k)) else mask(v) for k, v in params.items()}
-    if isinstance(params, list | tuple):
-        return [mask(v) for v in params]
-    return params
+    """``params`` as the audit log keeps them: the value of every secret-looking key (at any depth) replaced by
+    HIDDEN, and the secrets inside every other text (URL credentials, Authorization values, ``password=``
+    parts, JSON fields) too: broker.redaction's rule, the one the pages follow."""
+    return redaction.redact_any(params, HIDDEN)
 
 
 def record(
@@ -231,7 +230,7 @@ def record(
         target=target[:512],
         params=mask(params),
         outcome=outcome,
-        result=result[:4000],
+        result=redaction.redact_text(result[:4000], HIDDEN),
         remote_addr=request.META.get("REMOTE_ADDR") or None,
     )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import ssl
 import threading
 import time
@@ -28,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker import redaction
 from broker.client.config import ConnectConfig
 from broker.errors import (
     AlreadyExists,
@@ -38,14 +38,8 @@ from broker.errors import (
     NotFound,
 )
 
-MASK = "********"
-SECRET_KEY = re.compile(
-    r"password|passwd|secret|jaas|credential|token|private|api[._-]?key|access[._-]?key|auth\.user\.info|"
-    r"\.key$|keystore\.key|trustore\.key",
-    re.IGNORECASE,
-)
-# ``password=...`` (or pwd, secret, token) inside a value, e.g. a JDBC URL.
-SECRET_IN_VALUE = re.compile(r"(?i)\b(password|passwd|pwd|secret|token)=([^;&\s]+)")
+# What a secret is shown as; which names and values are secrets: broker.redaction (one rule everywhere).
+MASK = redaction.MASK
 STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
 # How long a worker that did not answer is left alone, in its time-outs.
 SILENT_FOR = 3
@@ -74,18 +68,14 @@ class ConnectConfigInvalid(InvalidInput):
 
 
 def is_secret_key(key: str) -> bool:
-    return bool(SECRET_KEY.search(key))
+    """Whether the config ``key`` holds a secret (broker.redaction.is_secret_name)."""
+    return redaction.is_secret_name(key)
 
 
 def mask_value(key: str, value: Any) -> Any:
-    """``value`` as it may be shown: MASK for a secret-looking key, inline ``password=`` parts hidden."""
-    if value is None:
-        return None
-    if is_secret_key(key):
-        return MASK
-    if isinstance(value, str):
-        return SECRET_IN_VALUE.sub(lambda m: f"{m.group(1)}={MASK}", value)
-    return value
+    """``value`` as it may be shown: MASK for a secret-looking key; in any other value the secrets it holds
+    (URL credentials, Authorization values, ``password=`` parts, JSON fields) hidden, the rest kept."""
+    return redaction.redact_value(key, value, MASK)
 
 
 def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:

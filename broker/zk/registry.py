@@ -1,5 +1,10 @@
 """What Kafka keeps in ZooKeeper, said plainly: given a znode's path and data, what it means as labelled
 rows. Pure functions; the shapes are the ones Kafka 3.x writes (ZooKeeper mode, and a migration to KRaft).
+
+Secrets stay hidden (broker.redaction's rule): ``holds_credentials`` names the znodes of users' configs, where
+Kafka keeps SCRAM credentials (a salt, a stored key and a server key per mechanism: enough to guess the
+password offline), which the console shows to admins only; ``redact_data`` is a znode's data as it may be
+shown to anyone, secrets hidden (those credentials, sensitive dynamic broker configs, URL credentials...).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from broker import redaction
 from broker.zk.nodes import ZStat
 
 # Rows past this many (a topic's partitions) are summed up in one last row.
@@ -262,6 +268,15 @@ def _entity(kind: str, name: str) -> str:
     return f"{_ENTITY.get(kind, kind)} {name}"
 
 
+def _config_value(key: str, value: Any) -> str:
+    """A config override as shown: secrets hidden; a SCRAM credential says its iterations only."""
+    if key.upper().startswith("SCRAM-"):
+        found = re.search(r"iterations=(\d+)", str(value))
+        iterations = f"{found.group(1)} iterations" if found else "credential"
+        return f"{iterations}; salt, stored key and server key hidden"
+    return str(redaction.redact_value(key, str(value)))
+
+
 def _config(m: re.Match[str], data: bytes | None, stat: ZStat | None) -> list[Row]:
     kind, name, client = m.group(1), m.group(2), m.group(3)
     value = _json(data)
@@ -270,7 +285,7 @@ def _config(m: re.Match[str], data: bytes | None, stat: ZStat | None) -> list[Ro
         raise _Unexpected("it has no config object")
     entity = _entity(kind, name) + (f", {_entity('clients', client)}" if client else "")
     rows = [Row("For", entity)]
-    rows += [Row(key, str(v)) for key, v in sorted(config.items())]
+    rows += [Row(key, _config_value(key, v)) for key, v in sorted(config.items())]
     if not config:
         rows.append(Row("Overrides", "none: the defaults apply"))
     return rows
@@ -566,6 +581,33 @@ _KNOWN: list[tuple[str, Title, str, Explainer]] = [
     (r"^/zookeeper$", "ZooKeeper's own", "ZooKeeper keeps its quotas and ensemble configuration here.", _nothing),
 ]
 PATTERNS = [(re.compile(p), title, summary, fn) for p, title, summary, fn in _KNOWN]
+
+
+# A user's config znode (and what is under it): SCRAM credentials and quotas.
+_CREDENTIALS = re.compile(r"^/config/users/[^/]+(?:/.*)?$")
+# Keys of a SCRAM credential whose values are hidden even from admins.
+_SCRAM_PARTS = re.compile(r"\b(salt|stored_key|server_key)=[^,\"\s]*")
+
+
+def holds_credentials(path: str) -> bool:
+    """Whether ``path`` is a user's config znode or under one: where Kafka keeps SCRAM credentials."""
+    return bool(_CREDENTIALS.match(path))
+
+
+def redact_data(path: str, data: bytes | None) -> bytes | None:
+    """``data`` of the znode at ``path`` as it may be shown: the secrets in it hidden (broker.redaction's rule:
+    values of secret-named JSON fields, URL credentials, Authorization values, ``password=`` parts) and a
+    SCRAM credential's salt, stored key and server key. Data that is not UTF-8 text is returned as it is."""
+    if not data:
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    shown = redaction.redact_text(text)
+    if holds_credentials(path):
+        shown = _SCRAM_PARTS.sub(lambda m: f"{m.group(1)}={redaction.MASK}", shown)
+    return data if shown == text else shown.encode("utf-8")
 
 
 def explain(path: str, data: bytes | None, stat: ZStat | None = None) -> Explanation | None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from broker import redaction
 from broker.client.connection import ClusterConnection
 from broker.cluster import broker_configs
-from console.access import perform
+from broker.errors import KazamiError
+from console.access import HIDDEN, perform
 from console.changes import embedded
 
 
@@ -20,17 +22,36 @@ def alter_broker_configs(
     set_configs: dict[str, str],
     delete: list[str],
 ) -> None:
-    """Change dynamic broker configs of ``broker`` (None: the cluster default); secret-looking values are
-    hidden in the audit log."""
+    """Change dynamic broker configs of ``broker`` (None: the cluster default). The audit log never keeps the
+    value of a secret config (broker.redaction's names: passwords, keys, JAAS, certificates Kafka treats as
+    passwords), whatever the outcome: the parameters hold HIDDEN for it, and a refusal's message has the value
+    taken out in case Kafka quotes it."""
+    hidden = {k for k in set_configs if redaction.is_secret_name(k)}
+    secrets = [str(set_configs[k]) for k in hidden if set_configs[k]]
+
+    def change() -> None:
+        try:
+            broker_configs.do_alter_broker_configs(conn, broker, set_configs, delete)
+        except KazamiError as exc:
+            exc.args = (_without(str(exc), secrets),)
+            raise
+
     perform(
         request,
         "broker.configs",
         cluster,
         "cluster default" if broker is None else f"broker {broker}",
-        {"set": set_configs, "delete": delete},
-        lambda: broker_configs.do_alter_broker_configs(conn, broker, set_configs, delete),
+        {"set": {k: HIDDEN if k in hidden else v for k, v in set_configs.items()}, "delete": delete},
+        change,
         lambda _: "validated by Kafka and applied",
     )
+
+
+def _without(message: str, secrets: list[str]) -> str:
+    """``message`` with every one of ``secrets`` (longest first) replaced by HIDDEN."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        message = message.replace(secret, HIDDEN)
+    return message
 
 
 def broker_stop_start(request: HttpRequest, cluster: str, broker: int, action: str) -> str:

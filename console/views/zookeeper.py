@@ -4,12 +4,18 @@ says there is no ZooKeeper; the API answers 409.
 
 Where the cluster's ``zookeeper_writes`` setting allows it, admins create, change and delete znodes: on the
 node page (each change confirmed on a page of its own first) and with ``POST`` to the API, both through
-console.changes.zookeeper, so every attempt is audited."""
+console.changes.zookeeper, so every attempt is audited.
+
+Secrets are not shown (broker.zk.registry.redact_data: broker.redaction's rule). A user's config znode
+(/config/users/<name> and what is under it), where Kafka keeps SCRAM credentials, is refused to anyone but
+admins (403 on the page, the tree and the API alike); admins see it with the salt, stored key and server key
+hidden, and cannot edit it on the page (the data shown is not the data held)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -35,7 +41,7 @@ from broker.zk.client import (
 )
 from broker.zk.fourletter import serving
 from broker.zk.paths import check_path, child_path, crumbs, parent_path, split_connect
-from broker.zk.registry import explain
+from broker.zk.registry import explain, holds_credentials, redact_data
 from broker.zk.writes import (
     ZNodeChanged,
     ZNodeHasChildren,
@@ -47,6 +53,7 @@ from broker.zk.writes import (
     check_version,
     protection,
 )
+from console.access import ADMIN, Forbidden, role_of
 from console.changes import zookeeper as zookeeper_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, json_error, page_view, status_of
@@ -81,6 +88,20 @@ def _status(exc: KazamiError) -> tuple[int, str]:
         if isinstance(exc, cls):
             return status, code
     return status_of(exc)
+
+
+def check_readable(request: HttpRequest, path: str) -> None:
+    """Raise Forbidden when ``path`` holds SCRAM credentials (a user's config znode) and the user is no admin."""
+    if holds_credentials(path) and role_of(request.user) != ADMIN:
+        raise Forbidden(
+            f"{path} holds a user's SCRAM credentials (salted passwords): only admins may read it. "
+            "The users and their quotas are on the Security pages."
+        )
+
+
+def _shown(node: Any) -> Any:
+    """``node`` with its data as it may be shown (redact_data)."""
+    return replace(node, data=redact_data(node.path, node.data))
 
 
 def _page_params(request: HttpRequest) -> tuple[int, int]:
@@ -132,13 +153,14 @@ def _browse(request: HttpRequest, conn: ClusterConnection, context: dict[str, An
         context.update(path=path, crumbs=crumbs(path))
         context["decoding"] = choice_param(request, "as", DECODINGS, "auto")
         offset, limit = _page_params(request)
-    except InvalidInput as exc:
+        check_readable(request, path)
+    except (InvalidInput, Forbidden) as exc:
         return _problem(context, exc)
     if context["serving"] is False:
         context.update(problem_title=PROBLEM_TITLES[503], problem=_silent(conn, context["address"]))
         return 503
     try:
-        node = get_node(conn, path, offset, limit, child_stats=True)
+        held = get_node(conn, path, offset, limit, child_stats=True)
     except KazamiError as exc:
         status = _problem(context, exc)
         if status == 404:
@@ -146,23 +168,25 @@ def _browse(request: HttpRequest, conn: ClusterConnection, context: dict[str, An
             # The tree is opened down to the deepest ancestor that exists.
             context["nearest"] = next(reversed(tree)) if tree else None
         return status
+    node = _shown(held)
     context.update(
         node=node,
         explained=explain(path, node.data, node.stat),
         decoded=None if node.too_large else decode(node.data, context["decoding"], limit=SHOWN_CHARS),
         max_data=MAX_DATA,
         tree=_tree(conn, path),
-        writes=_writes(conn, node, context.get("draft")),
+        writes=_writes(conn, node, context.get("draft"), redacted=node.data != held.data),
     )
     return 200
 
 
-def _writes(conn: ClusterConnection, node: Any, draft: dict[str, str] | None) -> dict[str, Any]:
+def _writes(conn: ClusterConnection, node: Any, draft: dict[str, str] | None, redacted: bool = False) -> dict[str, Any]:
     """What the change forms of a node page need: whether writes are on, the data as text to edit (None
-    when it is not UTF-8 text or too large), and why each change is refused here, if it is."""
+    when it is not UTF-8 text, too large, or shown with secrets hidden: ``redacted``), and why each change is
+    refused here, if it is."""
     config = conn.config
     text: str | None = None
-    if node.data is not None:
+    if node.data is not None and not redacted:
         try:
             text = node.data.decode("utf-8")
         except UnicodeDecodeError:
@@ -177,6 +201,7 @@ def _writes(conn: ClusterConnection, node: Any, draft: dict[str, str] | None) ->
         "on": config.zookeeper_writes and not config.read_only,
         "acl": config.zookeeper_acl,
         "text": text,
+        "redacted": redacted,
         "refused": refusals,
         "warning": None if refusals["delete"] else check_delete(node.path),
         "draft": draft or {},
@@ -228,6 +253,7 @@ def zookeeper_tree(request: HttpRequest, cluster: str) -> HttpResponse:
     try:
         path = check_path(request.GET.get("path") or "/")
         offset, limit = _page_params(request)
+        check_readable(request, path)
         context["page"] = get_children(conn, path, offset, limit)
     except KazamiError as exc:
         status, _ = status_of(exc)
@@ -265,7 +291,8 @@ def zookeeper_api(request: HttpRequest, cluster: str) -> Any:
     conn = get_connection(cluster)
     path = check_path(request.GET.get("path") or "/")
     offset, limit = _page_params(request)
-    node = get_node(conn, path, offset, limit)
+    check_readable(request, path)
+    node = _shown(get_node(conn, path, offset, limit))
     explained = explain(path, node.data, node.stat)
     return {
         **node.as_dict(),
