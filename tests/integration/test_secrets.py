@@ -134,7 +134,7 @@ def test_every_secret_shape_of_a_connector_config_is_hidden_on_its_page_api_and_
 # ---------------------------------------------------------------- broker configs
 
 
-@pytest.mark.parametrize("config", ["ssl.keystore.key", "ssl.keystore.password"])
+@pytest.mark.parametrize("config", ["ssl.keystore.key", "ssl.keystore.password", "sasl.jaas.config"])
 def test_a_change_to_a_sensitive_broker_config_leaves_no_value_in_the_audit_log(
     kafka_cluster: launcher.ClusterLayout, config: str
 ) -> None:
@@ -145,7 +145,7 @@ def test_a_change_to_a_sensitive_broker_config_leaves_no_value_in_the_audit_log(
         "/api/clusters/local/brokers/0/configs/", {"set": {config: secret}}, content_type="application/json"
     )
     assert refused.status_code == 403
-    # An admin gets Kafka's answer (on this cluster without a TLS listener, a refusal, or the change).
+    # An admin gets Kafka's answer: on this cluster (no TLS listener, no password encoder secret) a refusal.
     admin = logged_in("admin")
     answer = admin.post(
         "/api/clusters/local/brokers/0/configs/", {"set": {config: secret}}, content_type="application/json"
