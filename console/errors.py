@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from analytics.spark import SparkUnavailable
+from broker.connect.policy import ConnectPolicyRefused
 from broker.errors import (
     AlreadyExists,
     ClusterAuthFailed,
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 STATUS: list[tuple[type[KazamiError], int, str]] = [
     (Forbidden, 403, "forbidden"),
     (ReadOnlyCluster, 403, "read_only"),
+    (ConnectPolicyRefused, 403, "connect_policy"),
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
     (AlreadyExists, 409, "already_exists"),

@@ -566,12 +566,21 @@ def do_create(client: ConnectClient, name: str, config: Mapping[str, Any]) -> Co
     return parse_status(client.config.name, {"name": name, "connector": {"state": "UNASSIGNED"}}, checked)
 
 
+def merged_config(client: ConnectClient, name: str, config: Mapping[str, Any]) -> dict[str, str]:
+    """``config`` checked, with the masked values sent back replaced by the worker's: what an update sends."""
+    current = get_raw_config(client, name)
+    return {**unmask(check_config(config), current), "name": name}
+
+
+def do_replace_config(client: ConnectClient, name: str, merged: Mapping[str, str]) -> None:
+    """Validate, then replace the connector's config with ``merged`` (from merged_config) as it is."""
+    _check_valid(client, merged)
+    client.request("PUT", f"/connectors/{_quote(name)}/config", dict(merged))
+
+
 def do_update_config(client: ConnectClient, name: str, config: Mapping[str, Any]) -> None:
     """Validate, then replace the connector's config; masked values sent back keep the worker's."""
-    current = get_raw_config(client, name)
-    merged = {**unmask(check_config(config), current), "name": name}
-    _check_valid(client, merged)
-    client.request("PUT", f"/connectors/{_quote(name)}/config", merged)
+    do_replace_config(client, name, merged_config(client, name, config))
 
 
 def do_pause(client: ConnectClient, name: str) -> None:

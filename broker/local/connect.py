@@ -9,12 +9,24 @@ its config, offset and status topics replicated as the cluster's size allows, an
 
 A worker is a JVM like the brokers: started in a session of its own so it outlives the command, known
 again by its pid, stopped with SIGTERM (killed after a time-out).
+
+Connectors run with the worker's rights, so the worker runs with as few as it can: its config lets no
+connector override its client settings (``connector.client.config.override.policy=None``), and when the
+launcher runs as root the worker runs as an unprivileged user (``KAZAMI_CONNECT_USER``, default ``nobody``;
+empty: as root), which cannot read the console's own secrets in var/ (``admin-password`` and ``secret_key``
+are mode 0600). Its log folder is given to that user; it reads the jars, its config and the data folder as
+anyone may. Not root, or the user or a folder it needs is out of its reach: it runs as the current user, and
+the launcher says so (``user`` in connect.json and the status).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
+import stat
+import subprocess
 import tempfile
 import time
 import urllib.error
@@ -24,7 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.local.jvm import check_java, pid_alive, port_in_use, spawn, stop_pid
+from broker.local.configs import logging_flag
+from broker.local.jvm import JVM_FLAGS, check_java, pid_alive, port_in_use, stop_pid
 from broker.local.layout import ClusterLayout, LauncherError
 from broker.local.maven import copy_dependencies
 
@@ -36,6 +49,7 @@ GROUP_ID = "kazami-connect"
 PLUGIN_JARS = ("connect-file", "connect-mirror", "connect-mirror-client")
 DEMO_CONNECTOR = "demo-file-source"
 DEMO_TOPIC = "connect-demo-lines"
+DEFAULT_WORKER_USER = "nobody"
 
 
 @dataclass
@@ -44,6 +58,9 @@ class WorkerState:
 
     port: int = DEFAULT_CONNECT_PORT
     pid: int | None = None
+    # The user the worker runs as, and why when it is not an unprivileged one.
+    user: str | None = None
+    user_note: str | None = None
 
     @staticmethod
     def path(layout: ClusterLayout) -> Path:
@@ -55,7 +72,12 @@ class WorkerState:
         if not path.exists():
             return None
         raw = json.loads(path.read_text())
-        return cls(port=int(raw.get("port", DEFAULT_CONNECT_PORT)), pid=raw.get("pid"))
+        return cls(
+            port=int(raw.get("port", DEFAULT_CONNECT_PORT)),
+            pid=raw.get("pid"),
+            user=raw.get("user"),
+            user_note=raw.get("user_note"),
+        )
 
     def save(self, layout: ClusterLayout) -> None:
         tmp = self.path(layout).with_suffix(".json.tmp")
@@ -130,6 +152,10 @@ def worker_properties(layout: ClusterLayout, port: int) -> str:
             "plugin.discovery=service_load",
             # Connectors may create the topics they write to (topic.creation.* in their config).
             "topic.creation.enable=true",
+            # A connector's config may not override the worker's own producer, consumer and admin settings
+            # (producer.override.*, consumer.override.*, admin.override.*): Kafka's default, All, would let
+            # anyone who may create a connector point those clients anywhere, with any credentials.
+            "connector.client.config.override.policy=None",
             "",
         ]
     )
@@ -188,11 +214,120 @@ def start(
     config.mkdir(parents=True, exist_ok=True)
     props = config / "connect-distributed.properties"
     props.write_text(worker_properties(layout, state.port))
-    state.pid = spawn(layout, "connect", MAIN_CLASS, props, CONNECT_HEAP)
+    runs_as = worker_user(layout)
+    state.user, state.user_note = runs_as.name, runs_as.note
+    state.pid = _spawn_worker(layout, props, runs_as)
     state.save(layout)
     _wait(lambda: rest_answers(state.port), timeout, state, layout)
-    echo(f"Connect      {state.url}  pid {state.pid}")
+    echo(f"Connect      {state.url}  pid {state.pid}  as {runs_as.describe()}")
     return state
+
+
+# ---------------------------------------------------------------- the worker's user
+
+
+@dataclass(frozen=True)
+class WorkerUser:
+    """Who the worker runs as: ``uid``/``gid`` to switch to (None: stay the current user) and why not."""
+
+    name: str
+    uid: int | None = None
+    gid: int | None = None
+    note: str | None = None
+
+    def describe(self) -> str:
+        return self.name + (f" ({self.note})" if self.note else "")
+
+
+def _current(note: str) -> WorkerUser:
+    try:
+        name = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        name = str(os.geteuid())
+    return WorkerUser(name=name, note=note)
+
+
+def _reachable(path: Path, uid: int, gid: int, mode: int) -> bool:
+    """Whether a user (not root) has ``mode`` (read 4, write 2, search 1) on ``path`` by its bits."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if st.st_uid == uid:
+        bits = (st.st_mode >> 6) & 7
+    elif st.st_gid == gid:
+        bits = (st.st_mode >> 3) & 7
+    else:
+        bits = st.st_mode & 7
+    return bits & mode == mode
+
+
+def _out_of_reach(paths: list[Path], uid: int, gid: int) -> Path | None:
+    """The first folder on the way to ``paths`` (or file among them) the user cannot search or read."""
+    for path in paths:
+        for parent in reversed(path.resolve().parents):
+            if not _reachable(parent, uid, gid, 1):
+                return parent
+        if not _reachable(path, uid, gid, 5 if path.is_dir() else 4):
+            return path
+    return None
+
+
+def worker_user(layout: ClusterLayout) -> WorkerUser:
+    """The user the worker will run as (see the module's docstring)."""
+    if os.geteuid() != 0:
+        return _current("not root: the worker runs as the launcher's user")
+    wanted = os.environ.get("KAZAMI_CONNECT_USER", DEFAULT_WORKER_USER).strip()
+    if not wanted or wanted == "root":
+        return _current("KAZAMI_CONNECT_USER is empty: the worker runs as root and can read var/")
+    try:
+        entry = pwd.getpwnam(wanted)
+    except KeyError:
+        return _current(f"no user {wanted!r} on this machine: the worker runs as root and can read var/")
+    jars = sorted(layout.release.jars.glob("*.jar"))[:1]
+    blocked = _out_of_reach([layout.root, layout.release.jars, *jars], entry.pw_uid, entry.pw_gid)
+    if blocked is not None:
+        return _current(f"{wanted} cannot read {blocked}: the worker runs as root and can read var/")
+    return WorkerUser(name=wanted, uid=entry.pw_uid, gid=entry.pw_gid)
+
+
+def _spawn_worker(layout: ClusterLayout, props: Path, runs_as: WorkerUser) -> int:
+    """Start the worker's JVM in a session of its own, as ``runs_as``; its log folder is that user's."""
+    java = check_java()
+    log_dir = layout.root / "logs" / "connect"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    uid, gid = runs_as.uid, runs_as.gid
+    if uid is not None and gid is not None:
+        for path in [log_dir, *log_dir.rglob("*")]:
+            os.chown(path, uid, gid)
+        props.chmod(props.stat().st_mode | stat.S_IROTH)
+    cmd = [
+        java,
+        *CONNECT_HEAP.split(),
+        *JVM_FLAGS.split(),
+        f"-Dkafka.logs.dir={log_dir}",
+        logging_flag(layout),
+        "-cp",
+        layout.release.classpath,
+        MAIN_CLASS,
+        str(props),
+    ]
+    # Python switches user and group in the child before exec (no preexec_fn), with no extra groups.
+    switch: dict[str, Any] = {}
+    if uid is not None and gid is not None:
+        switch = {"user": uid, "group": gid, "extra_groups": []}
+    out = open(layout.root / "logs" / "connect.out", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        cmd,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=str(layout.root),
+        **switch,
+    )
+    out.close()
+    return proc.pid
 
 
 def _wait(ready: Callable[[], bool], timeout: float, state: WorkerState, layout: ClusterLayout) -> None:
@@ -228,7 +363,14 @@ def status(data: str | Path) -> dict[str, Any] | None:
     if state is None:
         return None
     alive = pid_alive(state.pid)
-    return {"url": state.url, "pid": state.pid, "alive": alive, "answers": alive and rest_answers(state.port, 1.0)}
+    return {
+        "url": state.url,
+        "pid": state.pid,
+        "alive": alive,
+        "answers": alive and rest_answers(state.port, 1.0),
+        "user": state.user,
+        "user_note": state.user_note,
+    }
 
 
 # ---------------------------------------------------------------- the demo connector

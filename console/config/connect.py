@@ -5,9 +5,14 @@ is named ``connect``), all with the same ``KAFKA_CONNECT_USERNAME`` / ``KAFKA_CO
 auth), ``KAFKA_CONNECT_SSL_CAFILE`` and ``KAFKA_CONNECT_SSL_VERIFY``. A cluster of the clusters file
 (``KAZAMI_CLUSTERS_FILE``) declares its own in ``[clusters.<name>.connect.<connect-name>]`` tables with
 ``url``, ``username``, ``password_env`` (the environment variable holding the password, so the file holds
-no secret), ``ssl_cafile``, ``ssl_verify`` and ``timeout``. ``KAZAMI_CONNECT_TIMEOUT`` (seconds, default 5)
-is every worker's time-out unless its table sets one. Passwords are kept out of kafka-python's logs and
-never shown.
+no secret), ``ssl_cafile``, ``ssl_verify``, ``timeout`` and ``allowed_classes``. ``KAZAMI_CONNECT_TIMEOUT`` (seconds,
+default 5) is every worker's time-out unless its table sets one. Passwords are kept out of kafka-python's logs
+and never shown.
+
+The connector classes operators may run (broker/connect/policy.py) come from ``KAZAMI_CONNECT_ALLOWED_CLASSES``
+(comma-separated; unset or empty: every class but Kafka's FileStream source and sink; ``*``: every class), or
+for a Connect cluster of the clusters file from its table's ``allowed_classes`` (a list of strings, or one
+comma-separated string), which then replaces the variable for that Connect cluster.
 """
 
 from __future__ import annotations
@@ -20,12 +25,34 @@ from typing import Any
 
 from broker.client.config import ConnectConfig
 from broker.client.connection import keep_out_of_logs
+from broker.connect.policy import ConnectPolicy
 from broker.errors import ConfigError, NotFound
 from console.config.clusters import get_configs
 from console.config.env import env_bool, env_float
 
 _lock = threading.Lock()
 _loaded: dict[str, dict[str, ConnectConfig]] | None = None
+# (cluster, connect) -> the classes its table allows; a Connect cluster not here follows the variable.
+_allowed: dict[tuple[str, str], tuple[str, ...] | None] = {}
+
+
+def parse_classes(raw: Any, where: str) -> tuple[str, ...] | None:
+    """An allow-list of connector classes from a comma-separated string or a list of strings; None (the
+    default rule) when empty. Raises ConfigError."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        items = raw.split(",")
+    elif isinstance(raw, list) and all(isinstance(i, str) for i in raw):
+        items = raw
+    else:
+        raise ConfigError(f"{where}: allowed_classes must be a list of class names or a comma-separated string.")
+    found = tuple(i.strip() for i in items if i.strip())
+    return found or None
+
+
+def env_allowed_classes() -> tuple[str, ...] | None:
+    return parse_classes(os.environ.get("KAZAMI_CONNECT_ALLOWED_CLASSES", ""), "KAZAMI_CONNECT_ALLOWED_CLASSES")
 
 
 def from_env(timeout: float) -> dict[str, ConnectConfig]:
@@ -65,6 +92,10 @@ def from_file(path: Path, timeout: float) -> dict[str, dict[str, ConnectConfig]]
         if not isinstance(connects, dict):
             raise ConfigError(f"cluster {cluster!r}: connect must be [clusters.{cluster}.connect.<name>] tables.")
         found[cluster] = {name: _from_table(cluster, name, t, timeout) for name, t in connects.items()}
+        for name, t in connects.items():
+            if isinstance(t, dict) and "allowed_classes" in t:
+                where = f"KAZAMI_CLUSTERS_FILE: [clusters.{cluster}.connect.{name}]"
+                _allowed[(cluster, name)] = parse_classes(t["allowed_classes"], where)
     return found
 
 
@@ -115,8 +146,20 @@ def connect_configs(cluster: str) -> dict[str, ConnectConfig]:
     global _loaded
     with _lock:
         if _loaded is None:
+            _allowed.clear()
             _loaded = load()
         return _loaded.get(cluster, {})
+
+
+def connect_policy(cluster: str, connect: str) -> ConnectPolicy:
+    """The policy operators' configs for ``connect`` (a Connect cluster of ``cluster``) are checked against:
+    its allowed classes, and the Kafka cluster's own bootstrap servers (which configs may name)."""
+    connect_config(cluster, connect)
+    with _lock:
+        allowed = _allowed[(cluster, connect)] if (cluster, connect) in _allowed else env_allowed_classes()
+    config = get_configs().get(cluster)
+    own = tuple(config.bootstrap_servers) if config is not None else ()
+    return ConnectPolicy(allowed_classes=allowed, own_servers=own)
 
 
 def connect_config(cluster: str, connect: str) -> ConnectConfig:
@@ -132,3 +175,4 @@ def reset_for_tests() -> None:
     global _loaded
     with _lock:
         _loaded = None
+        _allowed.clear()

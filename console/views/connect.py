@@ -15,10 +15,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from broker.connect import connectors as connect
 from broker.connect.connectors import ConnectConfigInvalid
+from broker.connect.policy import class_allowed
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError, NotFound
 from console.access import guard
 from console.changes import connect as connect_changes
-from console.config.connect import connect_configs
+from console.config.connect import connect_configs, connect_policy
 from console.errors import api_view, page_view, status_of
 from console.live.connect import client_for, clients_of, connectors_context, status_context
 from console.params import is_htmx, json_object
@@ -192,10 +193,11 @@ def connector_new(request: HttpRequest, cluster: str) -> HttpResponse:
         "json_text": source.get("json", ""),
         "error": None,
         "field_errors": {},
+        "policed": connect_changes.is_policed(request),
     }
     status = 200
     try:
-        context["plugins"] = connect.list_plugins(client, connectors_only=True)
+        context["plugins"] = _with_policy(request, cluster, connect_name, connect.list_plugins(client, True))
         if context["plugin"]:
             context["fields"] = connect.form_fields(connect.plugin_definition(client, context["plugin"]))
     except KazamiError as exc:
@@ -221,6 +223,15 @@ def connector_new(request: HttpRequest, cluster: str) -> HttpResponse:
         example = {"name": "my-connector", "config": {"connector.class": context["plugin"] or "FileStreamSource"}}
         context["json_text"] = json.dumps(example, indent=2)
     return render(request, "connect/new.html", context, status=status)
+
+
+def _with_policy(request: HttpRequest, cluster: str, connect_name: str, plugins: list[dict[str, str]]) -> list[Any]:
+    """The plugins, each with ``allowed``: whether the user may create a connector of it (admins: all)."""
+    if not connect_changes.is_policed(request):
+        return [{**p, "allowed": True} for p in plugins]
+    allowed = connect_policy(cluster, connect_name).allowed_classes
+    classes = [p["class"] for p in plugins]
+    return [{**p, "allowed": class_allowed(p["class"], allowed, classes)} for p in plugins]
 
 
 def _split_create_body(raw: Any) -> tuple[str, dict[str, Any]]:
@@ -381,9 +392,10 @@ def api_plugin_config(request: HttpRequest, cluster: str, connect_name: str, plu
 @require_http_methods(["PUT", "POST"])
 @api_view
 def api_validate(request: HttpRequest, cluster: str, connect_name: str) -> Any:
-    """The worker's verdict on a config: ``valid`` and ``fields`` (key -> reasons). Changes nothing."""
-    config = connect.check_config(json_object(request).get("config", json_object(request)))
-    errors = connect.validate(client_for(cluster, connect_name), config)
+    """The worker's verdict on a config: ``valid`` and ``fields`` (key -> reasons). Changes nothing. A config
+    the console's Connect policy refuses (anyone but an admin) is a 403 ``connect_policy`` and never sent."""
+    body = json_object(request)
+    errors = connect_changes.validate(request, cluster, client_for(cluster, connect_name), body.get("config", body))
     return {"valid": not errors, "fields": errors}
 
 

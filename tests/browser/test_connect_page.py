@@ -12,9 +12,16 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import CONNECT_URL
+from tests.integration.connect_files import worker_folder
 from tests.integration.kafka_helpers import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]
+
+
+@pytest.fixture
+def tmp_path() -> Path:
+    """The files this module hands the worker live where its user can reach them (connect_files.py)."""
+    return worker_folder()
 
 
 def worker(method: str, path: str, body: Any = None) -> None:

@@ -24,9 +24,17 @@ from broker.local import connect as local_connect
 from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, logged_in
+from tests.integration.connect_files import worker_folder
 from tests.integration.kafka_helpers import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
+
+
+@pytest.fixture
+def tmp_path() -> Path:
+    """The files this module hands the worker live where its user can reach them (connect_files.py)."""
+    return worker_folder()
+
 
 API = "/api/clusters/local/connectors/"
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
@@ -215,6 +223,7 @@ def test_a_task_made_to_fail_runs_again_after_restarting_the_failed_tasks(admin:
     assert "task-trace" in html
 
     target.parent.mkdir()
+    target.parent.chmod(0o777)
     restarted = admin.post(f"{API}local/{name}/restart/?include_tasks=true&only_failed=true")
     assert restarted.status_code == 202, restarted.content
     until("the task running again", lambda: state_is(admin, name, "RUNNING", "RUNNING"))

@@ -17,9 +17,16 @@ import console.urls  # noqa: F401 - what a console process has loaded once it se
 from console.asgi import application
 from console.config import connect
 from tests.conftest import CONNECT_URL, websocket_headers
+from tests.integration.connect_files import worker_folder
 from tests.integration.kafka_helpers import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def tmp_path() -> Path:
+    """The files this module hands the worker live where its user can reach them (connect_files.py)."""
+    return worker_folder()
 
 
 def worker(method: str, path: str, body: Any = None) -> None:
