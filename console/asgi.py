@@ -8,13 +8,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 django_app = get_asgi_application()
 
 from console.background import lag_sampler, replication_watch  # noqa: E402
+from console.live.origin import SameOrigin  # noqa: E402
 from console.live.routing import websocket_urlpatterns  # noqa: E402
 
 lag_sampler.start()  # only when serving: management commands never import this module
@@ -23,6 +23,6 @@ replication_watch.start()
 application = ProtocolTypeRouter(
     {
         "http": ASGIStaticFilesHandler(django_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOrigin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

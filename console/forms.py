@@ -337,7 +337,11 @@ class NewUserForm(forms.Form):
         max_length=150,
         error_messages={"invalid": "Letters, digits and @ . + - _ only."},
     )
-    password = forms.CharField(widget=forms.PasswordInput, min_length=8, strip=False)
+    password = forms.CharField(
+        widget=forms.PasswordInput,
+        strip=False,
+        help_text="12 characters or more, not a common password, not only digits, not like the user name",
+    )
     role = forms.ChoiceField(choices=ROLE_CHOICES, initial="viewer")
 
     def clean_username(self) -> str:

@@ -160,6 +160,17 @@ SECURE_REFERRER_POLICY = "same-origin"
 KAZAMI_LIVE_INTERVAL = env_float("KAZAMI_LIVE_INTERVAL", 3.0, minimum=0.2)
 # How often an open websocket's session is checked again (a logout or a lost role closes it), in seconds.
 KAZAMI_WS_RECHECK = env_float("KAZAMI_WS_RECHECK", 30.0, minimum=0.2)
+# Failed logins (console/views/access.py): how long a locked name or address waits after its last failure, and
+# how many failures one address (REMOTE_ADDR: behind a proxy, the proxy's) may make in that time (0: no limit).
+KAZAMI_LOGIN_LOCK_SECONDS = env_int("KAZAMI_LOGIN_LOCK_SECONDS", 15 * 60, minimum=1)
+KAZAMI_LOGIN_ADDRESS_FAILURES = env_int("KAZAMI_LOGIN_ADDRESS_FAILURES", 50, minimum=0)
+# Every password the console sets (the Users page, manage.py add_user) must pass these.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 # Lag history: sampled every interval by one console process, kept for the retention.
 KAZAMI_LAG_SAMPLER = env_bool("KAZAMI_LAG_SAMPLER", True)
 KAZAMI_LAG_SAMPLE_INTERVAL = env_float("KAZAMI_LAG_SAMPLE_INTERVAL", 10.0, minimum=0.5)

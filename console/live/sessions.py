@@ -1,5 +1,8 @@
 """What every websocket checks of its session: whether it may read the console when it opens, and again while it
-stays open (:class:`Rechecked`, the base of every consumer), with the close codes that say why not."""
+stays open (:class:`Rechecked`, the base of every consumer), with the close codes that say why not.
+
+A refused socket is accepted and then closed with its code, so the page reads why (a close before the handshake
+would reach it as a bare HTTP 403)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from console.access import has
 
 log = logging.getLogger(__name__)
 
-CLOSE_UNKNOWN = 4404
+CLOSE_UNKNOWN = 4404  # no such cluster or view
+CLOSE_ORIGIN = 4400  # opened by a page of another origin (console.live.origin)
 CLOSE_LOGIN = 4401  # no session: log in first
 CLOSE_FORBIDDEN = 4403  # logged in without the viewer role
 CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked differently: reload to tail again
@@ -25,7 +29,7 @@ CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked different
 
 async def refusal(scope: dict[str, Any]) -> int | None:
     """The close code for a websocket whose session may not read the console, or None. (The origin is
-    checked before: console.asgi wraps every consumer in AllowedHostsOriginValidator.)"""
+    checked before: console.asgi wraps every consumer in console.live.origin.SameOrigin.)"""
     user = scope.get("user")
     if user is None:
         return CLOSE_LOGIN
@@ -53,9 +57,22 @@ async def fresh_scope(scope: dict[str, Any]) -> dict[str, Any]:
 
 class Rechecked(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     """A consumer whose session is checked again every KAZAMI_WS_RECHECK seconds while it is open; the
-    socket is closed (4401 logged out, 4403 no role any more) when it may no longer read the console."""
+    socket is closed (4401 logged out, 4403 no role any more) when it may no longer read the console.
+
+    A close before :meth:`accept` (a refusal in ``connect``) accepts first, so that the browser gets the close
+    code rather than an HTTP 403."""
 
     rechecking: asyncio.Task[None] | None = None
+    accepted = False
+
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        self.accepted = True
+        await super().accept(subprotocol, headers)
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        if not self.accepted:
+            await self.accept()
+        await super().close(code, reason)
 
     def start_rechecking(self) -> None:
         self.rechecking = asyncio.get_running_loop().create_task(self._recheck())

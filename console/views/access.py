@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import unicodedata
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import User
+from django.contrib.auth.password_validation import validate_password
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -23,35 +29,70 @@ from console.models import AuditEntry
 from console.params import int_param
 from console.present.listing import Listing
 
-# Failed logins per user name, counted in Django's cache for a quarter of an hour. (Not per address:
-# behind a reverse proxy every user shares one, and a stranger could lock everybody out.)
+# Failed logins, counted in Django's cache (shared by every console process) until KAZAMI_LOGIN_LOCK_SECONDS pass
+# without one: per person (every spelling Django would log in as one user counts as that user), and per address
+# with a larger allowance (KAZAMI_LOGIN_ADDRESS_FAILURES; behind a reverse proxy every user shares the proxy's
+# address, which is why it is larger, and 0 turns it off).
 LOGIN_FAILURES_ALLOWED = 10
-LOGIN_LOCK_SECONDS = 15 * 60
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login, refusing with 429 after LOGIN_FAILURES_ALLOWED failures for the same user name,
-    until LOGIN_LOCK_SECONDS pass without one."""
+    """Django's login, refusing with 429 after LOGIN_FAILURES_ALLOWED failures for one user name however it is
+    spelled, or KAZAMI_LOGIN_ADDRESS_FAILURES from one address, until KAZAMI_LOGIN_LOCK_SECONDS pass without one."""
 
     template_name = "access/login.html"
     redirect_authenticated_user = True
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        keys = _failure_keys(request)
-        if any(cache.get(key, 0) >= LOGIN_FAILURES_ALLOWED for key in keys):
-            message = f"Too many failed logins; try again in {LOGIN_LOCK_SECONDS // 60} minutes."
+        limits = _failure_limits(request)
+        # Counted before the password is checked (and taken back when it was right), in one transaction (which
+        # holds SQLite's write lock), so tries sent at once cannot all pass the check before any is counted.
+        with transaction.atomic():
+            locked = any(cache.get(key, 0) >= allowed for key, allowed in limits)
+            if not locked:
+                _count(limits, +1)
+        if locked:
+            message = f"Too many failed logins; try again in {_duration(settings.KAZAMI_LOGIN_LOCK_SECONDS)}."
             context = {"form": AuthenticationForm(request), "locked": message}
             return render(request, self.template_name, context, status=429)
         response: HttpResponse = super().post(request, *args, **kwargs)
-        if response.status_code == 200:  # the form again: a failure
-            for key in keys:
-                cache.set(key, cache.get(key, 0) + 1, LOGIN_LOCK_SECONDS)
+        if request.user.is_authenticated:  # logged in: not a failure after all
+            with transaction.atomic():
+                _count(limits, -1)
         return response
 
 
-def _failure_keys(request: HttpRequest) -> list[str]:
-    name = str(request.POST.get("username", "")).strip().lower()[:150]
-    return [f"kazami-login-user:{name}"]
+def login_name(username: str) -> str:
+    """The user name as Django looks it up (stripped, NFKC-normalised), case-folded: every spelling that logs in
+    as one user (full-width letters, mathematical letters, another case) gives the same name."""
+    name = unicodedata.normalize("NFKC", username.strip())
+    return unicodedata.normalize("NFKC", name.casefold())
+
+
+def _failure_limits(request: HttpRequest) -> list[tuple[str, int]]:
+    """The cache keys counting this login's failures, each with the failures it allows."""
+    name = login_name(str(request.POST.get("username", ""))[:1000])
+    limits = [(_key("user", name), LOGIN_FAILURES_ALLOWED)]
+    if settings.KAZAMI_LOGIN_ADDRESS_FAILURES:
+        address = str(request.META.get("REMOTE_ADDR") or "")
+        limits.append((_key("address", address), settings.KAZAMI_LOGIN_ADDRESS_FAILURES))
+    return limits
+
+
+def _key(kind: str, value: str) -> str:
+    # Hashed: a name may be long or hold spaces and control characters, which cache keys may not.
+    return f"kazami-login-{kind}:{hashlib.sha256(value.encode()).hexdigest()}"
+
+
+def _count(limits: list[tuple[str, int]], step: int) -> None:
+    for key, _ in limits:
+        cache.set(key, max(0, cache.get(key, 0) + step), settings.KAZAMI_LOGIN_LOCK_SECONDS)
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{seconds // 60} minute{'s' if seconds != 60 else ''}"
 
 
 login = access.public(LoginView.as_view())
@@ -160,6 +201,11 @@ def users(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _users_page(request, form, status=400)
     data = form.cleaned_data
+    try:
+        validate_password(data["password"], User(username=data["username"]))
+    except ValidationError as exc:
+        form.add_error("password", exc)
+        return _users_page(request, form, status=400)
 
     def create() -> User:
         user = User.objects.create_user(data["username"], password=data["password"])

@@ -13,7 +13,7 @@ from broker.local import launcher
 from console.devserver import running_console
 
 ADMIN = ("browser-admin", "admin-password-1")
-VIEWER = ("browser-viewer", "viewer-password-1")
+VIEWER = ("browser-viewer", "quiet-reading-lamp-7")  # passes the password policy (add_user checks it)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -471,13 +471,19 @@ def test_every_page_carries_the_token_for_htmx_requests() -> None:
 # --- websockets --------------------------------------------------------------------------------------------
 
 
-def _ws_connect(headers: list[tuple[bytes, bytes]], path: str = "/ws/clusters/local/overview/") -> tuple[bool, Any]:
-    async def scenario() -> tuple[bool, Any]:
+def _ws_connect(headers: list[tuple[bytes, bytes]], path: str = "/ws/clusters/local/overview/") -> int | None:
+    """The close code a websocket opened with ``headers`` gets at once, or None when it stays open and is sent
+    its first fragment. A refusal accepts the socket and then closes it, so that the page reads the code."""
+
+    async def scenario() -> int | None:
         ws = WebsocketCommunicator(application, path, headers=headers)
-        connected, code = await ws.connect(timeout=10)
-        if connected:
-            await ws.disconnect()
-        return connected, code
+        connected, _ = await ws.connect(timeout=10)
+        assert connected, "refused before the handshake: a browser would see a bare HTTP 403"
+        first = await ws.receive_output(timeout=10)
+        if first["type"] == "websocket.close":
+            return int(first["code"])
+        await ws.disconnect()
+        return None
 
     return async_to_sync(scenario)()
 
@@ -487,7 +493,7 @@ def _ws_connect(headers: list[tuple[bytes, bytes]], path: str = "/ws/clusters/lo
     ["/ws/clusters/local/overview/", "/ws/clusters/local/topics/x/search/", "/ws/clusters/local/topics/x/tail/"],
 )
 def test_a_websocket_without_a_session_is_refused(path: str) -> None:
-    assert _ws_connect([(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")], path) == (False, 4401)
+    assert _ws_connect([(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")], path) == 4401
 
 
 def test_a_websocket_of_a_user_without_a_role_is_refused_and_a_viewers_is_accepted() -> None:
@@ -495,8 +501,8 @@ def test_a_websocket_of_a_user_without_a_role_is_refused_and_a_viewers_is_accept
 
     nobody = Client()
     nobody.force_login(User.objects.create_user("nobody", password="x" * 10))
-    assert _ws_connect(websocket_headers(nobody)) == (False, 4403)
-    assert _ws_connect(websocket_headers(logged_in("viewer")))[0] is True
+    assert _ws_connect(websocket_headers(nobody)) == 4403
+    assert _ws_connect(websocket_headers(logged_in("viewer"))) is None
 
 
 def test_an_open_websocket_closes_after_a_logout_or_a_lost_role_and_stays_open_otherwise(settings: Any) -> None:
@@ -524,7 +530,7 @@ def test_an_open_websocket_closes_after_a_logout_or_a_lost_role_and_stays_open_o
 def test_a_websocket_from_another_origin_is_refused_even_with_a_session() -> None:
     headers = websocket_headers(logged_in("admin"))
     forged = [(b"origin", b"http://evil.example"), *headers[1:]]
-    assert _ws_connect(forged)[0] is False
+    assert _ws_connect(forged) == 4400
 
 
 # --- anonymous reading, the metrics token, users ----------------------------------------------------------
@@ -540,7 +546,7 @@ def test_anonymous_reading_lets_visitors_read_but_not_change(settings: Any) -> N
     assert refused.status_code == 403
     assert "anonymous" in refused.json()["message"]
     assert AuditEntry.objects.get(action="message.produce").username == "anonymous"
-    assert _ws_connect([(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")])[0] is True
+    assert _ws_connect([(b"origin", b"http://127.0.0.1:8888"), (b"host", b"127.0.0.1:8888")]) is None
 
 
 def test_metrics_take_a_bearer_token_when_one_is_set(settings: Any) -> None:

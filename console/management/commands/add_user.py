@@ -6,6 +6,8 @@ import sys
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from console.access import ROLES, set_role
@@ -17,7 +19,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("username")
         parser.add_argument("--role", choices=list(ROLES), required=True)
-        parser.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+        parser.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="read the password from stdin; it must pass the password policy (docs/operations.md)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["username"]
@@ -26,8 +32,10 @@ class Command(BaseCommand):
             if not options["password_stdin"]:
                 raise CommandError("a new user needs --password-stdin (the password, on stdin)")
             password = sys.stdin.readline().rstrip("\n")
-            if len(password) < 8:
-                raise CommandError("the password must have at least 8 characters")
+            try:
+                validate_password(password, User(username=name))
+            except ValidationError as exc:
+                raise CommandError("the password is refused: " + " ".join(exc.messages)) from None
             user = User.objects.create_user(name, password=password)
             verb = "Created"
         else:
