@@ -24,6 +24,12 @@ checked. The checks, in order, the first failure refusing the whole config:
    of the Kafka cluster's own bootstrap servers (compared case-blind, port included), which MirrorMaker
    and connectors writing to Kafka name legitimately.
 
+5. A connector may not read a topic of the cluster that is masked for the sender's role (the console
+   says which, ``masked``): a sink's ``topics`` and ``topics.regex``, and MirrorMaker's source connector's
+   ``topics`` (regular expressions, default ``.*``) when its source cluster is the cluster itself. It would
+   copy the records, unmasked, wherever it writes. A regular expression is checked against the topics that
+   exist when the config is sent (``existing``).
+
 A refusal raises ConnectPolicyRefused naming the key and why. Everything here is pure but the name
 resolution, which ``resolve`` can replace.
 """
@@ -43,6 +49,7 @@ from broker.errors import KazamiError
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 # Refused to non-admins when no allow-list is configured.
 DENIED_BY_DEFAULT = (FILE_SOURCE, FILE_SINK)
 ANY_CLASS = "*"
@@ -271,16 +278,73 @@ def check_hosts(key: str, value: str, policy: ConnectPolicy, resolve: Resolver =
             )
 
 
+# ---------------------------------------------------------------- masked topics
+
+
+def _items(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def topics_read(
+    config: Mapping[str, str], policy: ConnectPolicy, plugin_types: Mapping[str, str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The cluster's topics the connector reads: ([(key, topic)], [(key, regular expression)]). A sink reads
+    ``topics`` and ``topics.regex``; MirrorMaker's source connector reads ``topics`` (default ``.*``) of its
+    source cluster when every server of ``source.cluster.bootstrap.servers`` is one of the cluster's own."""
+    cls = resolve_class(str(config.get("connector.class") or ""), plugin_types)
+    names: list[tuple[str, str]] = []
+    patterns: list[tuple[str, str]] = []
+    if plugin_types.get(cls) == "sink":
+        names = [("topics", t) for t in _items(str(config.get("topics") or ""))]
+        if regex := str(config.get("topics.regex") or "").strip():
+            patterns.append(("topics.regex", regex))
+    elif cls == MIRROR_SOURCE:
+        source = endpoints(str(config.get("source.cluster.bootstrap.servers") or ""))
+        if source and all(s in _own(policy.own_servers) for s in source):
+            patterns = [("topics", t) for t in _items(str(config.get("topics") or ".*"))]
+    return names, patterns
+
+
+def check_masked_topics(
+    config: Mapping[str, str],
+    policy: ConnectPolicy,
+    plugin_types: Mapping[str, str],
+    masked: Callable[[str], bool],
+    existing: Callable[[], Iterable[str]],
+) -> None:
+    """Rule 5; ``existing`` is asked only when the connector reads by regular expression."""
+    names, patterns = topics_read(config, policy, plugin_types)
+    why = "is masked for your role, and the connector would copy its records unmasked"
+    for key, topic in names:
+        if masked(topic):
+            raise ConnectPolicyRefused(key, f"topic {topic!r} {why}")
+    if not patterns:
+        return
+    topics = list(existing())
+    for key, regex in patterns:
+        try:
+            compiled = re.compile(regex)
+        except re.error:
+            raise ConnectPolicyRefused(key, f"{regex!r} is not a regular expression the console can check") from None
+        for topic in topics:
+            if compiled.fullmatch(topic) and masked(topic):
+                raise ConnectPolicyRefused(key, f"{regex!r} matches topic {topic!r}, which {why.removeprefix('is ')}")
+
+
 # ---------------------------------------------------------------- all of it
 
 
 def check_connector_config(
     config: Mapping[str, str],
     policy: ConnectPolicy,
-    plugins: Iterable[str] = (),
+    plugins: Iterable[str] | Mapping[str, str] = (),
     resolve: Resolver = system_resolve,
+    masked: Callable[[str], bool] | None = None,
+    existing: Callable[[], Iterable[str]] = tuple,
 ) -> None:
-    """Rules 1-4 on a whole config (values as strings); raises ConnectPolicyRefused at the first failure."""
+    """The rules on a whole config (values as strings); raises ConnectPolicyRefused at the first failure.
+    ``plugins``: the worker's plugin classes, or a mapping of them to their types (source, sink), which
+    rule 5 needs; ``masked`` (None: no topic is masked for the sender) and ``existing`` for rule 5."""
     check_class(config, policy, plugins)
     for key in sorted(config):
         value = str(config[key] if config[key] is not None else "")
@@ -291,3 +355,5 @@ def check_connector_config(
         check_files(key, value)
     for key in sorted(config):
         check_hosts(key, str(config[key] if config[key] is not None else ""), policy, resolve)
+    if masked is not None and isinstance(plugins, Mapping):
+        check_masked_topics(config, policy, plugins, masked, existing)

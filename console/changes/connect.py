@@ -18,8 +18,12 @@ from broker.connect import connectors as connect
 from broker.connect import policy
 from broker.connect.connectors import ConnectClient
 from broker.errors import KazamiError
+from broker.messages.masking import rules_for
+from broker.topics.read import get_topics
 from console.access import ADMIN, perform, record, require, role_of
+from console.config.clusters import get_connection
 from console.config.connect import connect_policy
+from console.present.masking import get_rules
 
 T = TypeVar("T")
 
@@ -39,8 +43,17 @@ def police(request: HttpRequest, cluster: str, client: ConnectClient, config: Ma
     if not is_policed(request):
         return
     rules = connect_policy(cluster, client.config.name)
-    plugins = [p["class"] for p in connect.list_plugins(client, connectors_only=True)]
-    policy.check_connector_config(config, rules, plugins)
+    plugins = {p["class"]: p["type"] for p in connect.list_plugins(client, connectors_only=True)}
+    role = role_of(request.user)
+    masking = get_rules(cluster)
+
+    def masked(topic: str) -> bool:
+        return bool(rules_for(masking, cluster, topic, role))
+
+    def existing() -> list[str]:
+        return [t.name for t in get_topics(get_connection(cluster), include_internal=True)]
+
+    policy.check_connector_config(config, rules, plugins, masked=masked if masking else None, existing=existing)
 
 
 def _checked(

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.test import Client
 
 from broker.local import connect as local_connect
+from broker.messages.masking import parse_rules
 from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, TEST_VAR, logged_in
@@ -212,3 +213,27 @@ def test_the_worker_runs_as_a_user_who_cannot_read_the_consoles_secrets(admin: C
     failed = until("the task failed on the file", task_failed)
     assert "AccessDenied" in failed["tasks"][0]["trace"] or "Permission denied" in failed["tasks"][0]["trace"]
     assert record_count(topic) == 0
+
+
+def test_an_operator_may_not_mirror_a_topic_masked_for_operators_into_an_unmasked_one(
+    operator: Client, admin: Client, settings: Any
+) -> None:
+    secret = create_topic(unique("connect-masked"), partitions=1)
+    settings.KAZAMI_MASKING = parse_rules(json.dumps([{"topics": secret, "paths": ["$.pin"], "level": "admin"}]))
+    name = unique("mirror-masked")
+    config = {
+        "connector.class": MIRROR,
+        "source.cluster.alias": "copy",
+        "source.cluster.bootstrap.servers": BOOTSTRAP,
+        "target.cluster.bootstrap.servers": BOOTSTRAP,
+        "topics": "connect-masked.*",
+    }
+    message = _refusal(_post(operator, name, config), "topics")
+    assert repr(secret) in message
+    assert "masked for your role" in message
+    assert name not in _connectors()
+    assert _audited("connect.create", f"local/{name}").outcome == "refused"
+    # For an admin, who sees the topic unmasked anyway, the same config is no leak: it is only held to the
+    # worker's own checks.
+    admin.made.append(name)  # type: ignore[attr-defined]
+    assert _post(admin, name, config).status_code == 201

@@ -227,3 +227,46 @@ def test_a_malformed_allow_list_stops_the_settings() -> None:
     assert connect_settings.parse_classes(" , ", "X") is None
     with pytest.raises(ConfigError, match="allowed_classes"):
         connect_settings.parse_classes([1, 2], "X")
+
+
+TYPES = {FILE_SOURCE: "source", FILE_SINK: "sink", MIRROR: "source", JDBC: "sink"}
+TOPICS = ["orders", "payments.cards", "payments.refunds", "clicks"]
+
+
+def masked(topic: str) -> bool:
+    return topic.startswith("payments.")
+
+
+def check_topics(config: dict[str, str]) -> None:
+    rules = ConnectPolicy(own_servers=OWN)
+    policy.check_connector_config(config, rules, TYPES, resolve, masked=masked, existing=lambda: TOPICS)
+
+
+def test_a_sink_may_not_read_a_topic_masked_for_the_sender() -> None:
+    check_topics({"connector.class": JDBC, "topics": "orders, clicks"})
+    with pytest.raises(ConnectPolicyRefused) as caught:
+        check_topics({"connector.class": "JdbcSink", "topics": "orders,payments.cards"})
+    assert caught.value.key == "topics"
+    assert "payments.cards" in caught.value.why
+    with pytest.raises(ConnectPolicyRefused) as caught:
+        check_topics({"connector.class": JDBC, "topics.regex": "pay.*"})
+    assert caught.value.key == "topics.regex"
+    assert "'payments.cards'" in caught.value.why
+    check_topics({"connector.class": JDBC, "topics.regex": "ord.*"})
+
+
+def test_mirrormaker_may_not_copy_masked_topics_of_the_cluster_itself() -> None:
+    own = {"connector.class": MIRROR, "source.cluster.bootstrap.servers": "127.0.0.1:19092"}
+    with pytest.raises(ConnectPolicyRefused) as caught:
+        check_topics(own)  # topics defaults to .*
+    assert caught.value.key == "topics"
+    check_topics({**own, "topics": "orders,click.*"})
+    # From another cluster, its topics are not this cluster's: not checked here.
+    check_topics({**own, "source.cluster.bootstrap.servers": "db.example.com:9092"})
+    # A source connector that does not read Kafka is not checked either.
+    check_topics({"connector.class": "org.example.HttpSource", "topics": "payments.cards"})
+
+
+def test_without_masking_rules_no_topic_is_checked() -> None:
+    rules = ConnectPolicy(own_servers=OWN)
+    policy.check_connector_config({"connector.class": JDBC, "topics": "payments.cards"}, rules, TYPES, resolve)
