@@ -12,18 +12,17 @@ checked. The checks, in order, the first failure refusing the whole config:
 2. No value may hold a config-provider placeholder ``${provider:...}``: the worker would resolve it with its
    own access (``${file:/...}``, ``${env:...}``).
 3. No ``*kinit.cmd`` key (a command the worker would run). No value may be a ``file:`` URL, and a key
-   naming a file or folder (``file``, ``*.file``, or a last part that is or ends in ``file``, ``path``,
-   ``dir``, ``directory``, ``folder`` or ``location``) may hold nothing but a URL of another scheme: a path
-   there is a path on the worker's machine.
+   naming a file or folder (``file``, ``*.file``, or a last part that is, or holds as a ``_``/``-``
+   separated word, ``file``, ``filename``, ``path``, ``dir``, ``directory``, ``folder`` or ``location``)
+   may hold nothing but a URL of another scheme: a path there is a path on the worker's machine.
 4. Every host named in a key holding addresses (``*servers``, ``*url``/``*urls``/``*uri``, ``*host``/
    ``*hosts``/``*hostname``, ``*address``/``*addresses``, ``*endpoint``, ``connect.to``...) or in a
-   URL anywhere in a value must not be, nor resolve to, a loopback, private, link-local, unspecified
-   or unique-local address (127/8, ::1, 10/8, 172.16/12, 192.168/16, 169.254/16, fe80::/10, fc00::/7,
-   0.0.0.0, ::, and IPv4 written inside IPv6). A name is resolved with a time-out; one that does not
-   resolve in time is refused, since it could not be checked. The exception: a ``host:port`` equal to one
-   of the Kafka cluster's own bootstrap servers (compared case-blind, port included), which MirrorMaker
-   and connectors writing to Kafka name legitimately.
-
+   URL anywhere in a value must not be, nor resolve to, a loopback, private, link-local, carrier-grade
+   NAT, unspecified or unique-local address (127/8, ::1, 10/8, 172.16/12, 192.168/16, 169.254/16,
+   100.64/10, 0/8, ::, fe80::/10, fc00::/7, and IPv4 written inside IPv6), nor ``localhost``. A name is
+   resolved with a time-out; one that does not resolve in time is refused, since it could not be checked.
+   The exception: a ``host:port`` equal to one of the Kafka cluster's own bootstrap servers (compared
+   case-blind, port included), which MirrorMaker and connectors writing to Kafka name legitimately.
 5. A connector may not read a topic of the cluster that is masked for the sender's role (the console
    says which, ``masked``): a sink's ``topics`` and ``topics.regex``, and MirrorMaker's source connector's
    ``topics`` (regular expressions, default ``.*``) when its source cluster is the cluster itself. It would
