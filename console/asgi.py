@@ -8,12 +8,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 django_app = get_asgi_application()
 
 from console.background import lag_sampler, replication_watch  # noqa: E402
+from console.errors import StaticFiles  # noqa: E402
 from console.live.origin import SameOrigin  # noqa: E402
 from console.live.routing import websocket_urlpatterns  # noqa: E402
 
@@ -22,7 +22,7 @@ replication_watch.start()
 
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_app),
+        "http": StaticFiles(django_app),
         "websocket": SameOrigin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -7,11 +7,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from analytics.spark import SparkUnavailable
-from broker.connect.policy import ConnectPolicyRefused
 from broker.errors import (
     AlreadyExists,
     ClusterAuthFailed,
@@ -27,6 +28,7 @@ from broker.errors import (
 )
 from broker.groups.changes import GroupActive
 from console.access import Forbidden, ReadOnlyCluster, wants_json
+from console.params import BodyTooLarge, too_large_message
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,9 @@ log = logging.getLogger(__name__)
 STATUS: list[tuple[type[KazamiError], int, str]] = [
     (Forbidden, 403, "forbidden"),
     (ReadOnlyCluster, 403, "read_only"),
-    (ConnectPolicyRefused, 403, "connect_policy"),
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
+    (BodyTooLarge, 413, "too_large"),
     (AlreadyExists, 409, "already_exists"),
     (NotSupported, 409, "not_supported"),
     (GroupActive, 409, "group_active"),
@@ -62,13 +64,26 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": code, "message": message}, status=status)
 
 
+def _hostile(exc: Exception) -> KazamiError | None:
+    """A request the console cannot take that surfaced as a plain Python error: a body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE read through request.POST, or input nested deep enough to exhaust the stack."""
+    if isinstance(exc, RequestDataTooBig):
+        return BodyTooLarge(too_large_message())
+    if isinstance(exc, RecursionError):
+        return BodyTooLarge("The request is nested too deeply to be read.")
+    return None
+
+
 def api_view(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
     """An API view returns a JSON-able value; errors become {"error", "message"} with their status."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            result = view(request, *args, **kwargs)
+            try:
+                result = view(request, *args, **kwargs)
+            except (RequestDataTooBig, RecursionError) as exc:
+                raise _hostile(exc) or exc from None
         except KazamiError as exc:
             status, code = status_of(exc)
             response = json_error(status, code, str(exc))
@@ -92,7 +107,10 @@ def page_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except (RequestDataTooBig, RecursionError) as exc:
+                raise _hostile(exc) or exc from None
         except KazamiError as exc:
             status, _ = status_of(exc)
             return render(request, "errors/error.html", {"status": status, "message": str(exc)}, status=status)
@@ -126,3 +144,14 @@ def handler400(request: HttpRequest, exception: Exception | None = None) -> Http
     if wants_json(request):
         return json_error(400, "bad_request", "Bad request.")
     return render(request, "errors/error.html", {"status": 400, "message": "Bad request."}, status=400)
+
+
+class StaticFiles(ASGIStaticFilesHandler):
+    """The console's static files over ASGI. A path that leaves the static folders (``/static/../``, however
+    encoded) or that no file system can hold (a NUL byte) is a miss like any other: 404, never an error."""
+
+    def serve(self, request: HttpRequest) -> FileResponse:
+        try:
+            return super().serve(request)
+        except (SuspiciousOperation, ValueError, OSError):
+            raise Http404("No such static file.") from None

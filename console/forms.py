@@ -12,7 +12,7 @@ from broker.decode import DECODINGS, InputError, encode_input
 from broker.errors import InvalidInput
 from broker.groups.resets import STRATEGIES, ResetError, ResetSpec, parse_spec
 from broker.topics.read import check_topic_name
-from console.params import json_object
+from console.params import INT32_MAX, INT64_MAX, json_object
 
 F = TypeVar("F", bound=forms.Form)
 
@@ -81,6 +81,7 @@ class CreateTopicForm(forms.Form):
     retention_ms = forms.IntegerField(
         required=False,
         min_value=-1,
+        max_value=INT64_MAX,
         label="retention.ms",
         help_text="-1 keeps messages forever; blank uses the broker's default",
     )
@@ -130,8 +131,8 @@ class ConfigForm(forms.Form):
 
 
 class DeleteRecordsForm(forms.Form):
-    partition = forms.IntegerField(min_value=0, required=False, help_text="blank: every partition")
-    before_offset = forms.IntegerField(min_value=0, label="Delete records before offset")
+    partition = forms.IntegerField(min_value=0, max_value=INT32_MAX, required=False, help_text="blank: every partition")
+    before_offset = forms.IntegerField(min_value=0, max_value=INT64_MAX, label="Delete records before offset")
 
 
 class DeleteTopicForm(forms.Form):
@@ -163,7 +164,9 @@ class ProduceForm(forms.Form):
     header_format = forms.ChoiceField(
         choices=[("text", "values as text"), ("base64", "values in base64")], initial="text", required=False
     )
-    partition = forms.IntegerField(required=False, min_value=0, help_text="blank: Kafka's default partitioner")
+    partition = forms.IntegerField(
+        required=False, min_value=0, max_value=INT32_MAX, help_text="blank: Kafka's default partitioner"
+    )
 
     def clean(self) -> dict[str, Any] | None:
         data = super().clean()
@@ -212,7 +215,7 @@ class SchemaForm(forms.Form):
 class BrowseForm(forms.Form):
     """Only drawn (GET parameters are parsed by console.params); keeps the fields' values on the page."""
 
-    offset = forms.IntegerField(required=False, min_value=0)
+    offset = forms.IntegerField(required=False, min_value=0, max_value=INT64_MAX)
     timestamp = forms.CharField(required=False, help_text="2026-11-01T12:00:00Z or epoch ms")
     limit = forms.IntegerField(required=False, min_value=1, max_value=500, initial=50)
     key_as = forms.ChoiceField(choices=[(d, d) for d in DECODINGS], required=False)

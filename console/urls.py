@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 
+from console.params import Int32Converter, Int64Converter
 from console.views import access, analytics, disks, groups, messages, reassign, topics, zookeeper
 from console.views import acls as acl_views
 from console.views import brokerconfigs as broker_config_views
@@ -11,15 +12,20 @@ from console.views import masking as masking_views
 from console.views import quotas as quota_views
 from console.views import transactions as transaction_views
 
+# Whole numbers in a path within Kafka's ranges (int32 partitions, brokers, tasks; int64 offsets, positions,
+# job ids): a larger one matches no route, a 404.
+register_converter(Int32Converter, "int32")
+register_converter(Int64Converter, "int64")
+
 CLUSTER = "clusters/<slug:cluster>/"
 TOPIC = CLUSTER + "topics/<str:topic>/"
-PARTITION = TOPIC + "partitions/<int:partition>/"
+PARTITION = TOPIC + "partitions/<int32:partition>/"
 # A group id may hold "/" (Kafka allows any string), so it is a path; the pages under a group
 # come before the group's own page, which would otherwise swallow them.
 GROUP = CLUSTER + "groups/<path:group>/"
-BROKER = CLUSTER + "brokers/<int:broker>/"
-REPLICA = BROKER + "partitions/<str:topic>/<int:partition>/"
-SEGMENT = REPLICA + "segments/<int:base>/"
+BROKER = CLUSTER + "brokers/<int32:broker>/"
+REPLICA = BROKER + "partitions/<str:topic>/<int32:partition>/"
+SEGMENT = REPLICA + "segments/<int64:base>/"
 CONNECTOR = CLUSTER + "connectors/<str:connect_name>/<str:name>/"
 
 urlpatterns = [
@@ -64,7 +70,7 @@ urlpatterns = [
     path(TOPIC + "acls/", acl_views.topic_acls, name="topic-acls"),
     # Messages
     path(PARTITION, messages.browse, name="messages-browse"),
-    path(PARTITION + "offsets/<int:offset>/", messages.detail, name="message-detail"),
+    path(PARTITION + "offsets/<int64:offset>/", messages.detail, name="message-detail"),
     path(TOPIC + "find-key/", messages.find_key, name="topic-find-key"),
     path(TOPIC + "search/", messages.search, name="topic-search"),
     path(TOPIC + "tail/", messages.tail, name="topic-tail"),
@@ -77,10 +83,10 @@ urlpatterns = [
     path(BROKER + "configs/", broker_config_views.broker_page, name="broker-configs"),
     path(REPLICA + "segments/", disks.segments_page, name="segments"),
     path(REPLICA + "producers/", disks.producers_page, name="replica-producers"),
-    path(REPLICA + "offsets/<int:offset>/", disks.replica_offset, name="replica-offset"),
-    path(PARTITION + "offsets/<int:offset>/on-disk/", disks.on_disk, name="message-on-disk"),
+    path(REPLICA + "offsets/<int64:offset>/", disks.replica_offset, name="replica-offset"),
+    path(PARTITION + "offsets/<int64:offset>/on-disk/", disks.on_disk, name="message-on-disk"),
     path(SEGMENT, disks.segment_page, name="segment"),
-    path(SEGMENT + "batches/<int:position>/", disks.batch_page, name="segment-batch"),
+    path(SEGMENT + "batches/<int64:position>/", disks.batch_page, name="segment-batch"),
     path(SEGMENT + "index/", disks.index_page, {"kind": "index"}, name="segment-index"),
     path(SEGMENT + "timeindex/", disks.index_page, {"kind": "timeindex"}, name="segment-timeindex"),
     # Consumer groups
@@ -98,10 +104,12 @@ urlpatterns = [
     # Analytics
     path(CLUSTER + "analytics/", analytics.analytics_home, name="analytics-home"),
     path(CLUSTER + "analytics/live/", analytics.live_page, name="analytics-live"),
-    path(CLUSTER + "analytics/jobs/<int:job_id>/", analytics.job_page, name="analytics-job"),
-    path(CLUSTER + "analytics/jobs/<int:job_id>/cancel/", analytics.job_cancel, name="analytics-job-cancel"),
+    path(CLUSTER + "analytics/jobs/<int64:job_id>/", analytics.job_page, name="analytics-job"),
+    path(CLUSTER + "analytics/jobs/<int64:job_id>/cancel/", analytics.job_cancel, name="analytics-job-cancel"),
     path(
-        CLUSTER + "analytics/jobs/<int:job_id>/result.<str:fmt>", analytics.job_download, name="analytics-job-download"
+        CLUSTER + "analytics/jobs/<int64:job_id>/result.<str:fmt>",
+        analytics.job_download,
+        name="analytics-job-download",
     ),
     path(TOPIC + "analytics/<str:report>/", analytics.quick_job, name="topic-quick-job"),
     path(CLUSTER + "groups-lag-report/", analytics.lag_report_job, name="group-lag-report"),
@@ -124,7 +132,7 @@ urlpatterns = [
     path(f"api/{CONNECTOR}config/", connect_views.api_config, name="api-connector-config"),
     path(f"api/{CONNECTOR}offsets/", connect_views.api_offsets, name="api-connector-offsets"),
     path(
-        f"api/{CONNECTOR}tasks/<int:task>/restart/", connect_views.api_restart_task, name="api-connector-task-restart"
+        f"api/{CONNECTOR}tasks/<int32:task>/restart/", connect_views.api_restart_task, name="api-connector-task-restart"
     ),
     path(f"api/{CONNECTOR}<str:action>/", connect_views.api_action, name="api-connector-action"),
     # JSON API
@@ -160,12 +168,12 @@ urlpatterns = [
     path(f"api/{TOPIC}search/", messages.api_search, name="api-search"),
     path(f"api/{PARTITION}messages", messages.api_messages, name="api-messages"),
     path(f"api/{PARTITION}messages/", messages.api_messages),
-    path(f"api/{PARTITION}messages/<int:offset>", messages.api_message, name="api-message"),
+    path(f"api/{PARTITION}messages/<int64:offset>", messages.api_message, name="api-message"),
     path(f"api/{BROKER}logdirs/", disks.logdirs_api, name="api-logdirs"),
     path(f"api/{REPLICA}segments/", disks.segments_api, name="api-segments"),
     path(f"api/{REPLICA}producers/", disks.producers_api, name="api-replica-producers"),
     path(f"api/{SEGMENT}batches", disks.batches_api, name="api-segment-batches"),
-    path(f"api/{SEGMENT}batches/<int:position>/records", disks.records_api, name="api-segment-records"),
+    path(f"api/{SEGMENT}batches/<int64:position>/records", disks.records_api, name="api-segment-records"),
     path(f"api/{SEGMENT}index", disks.index_api, {"kind": "index"}, name="api-segment-index"),
     path(f"api/{SEGMENT}timeindex", disks.index_api, {"kind": "timeindex"}, name="api-segment-timeindex"),
     path(f"api/{CLUSTER}groups/", groups.api_group_list, name="api-group-list"),
@@ -179,9 +187,9 @@ urlpatterns = [
     path(f"api/{PARTITION}producers/", transaction_views.api_producers, name="api-partition-producers"),
     path(f"api/{CLUSTER}jobs/", analytics.api_jobs, name="api-jobs"),
     path(f"api/{CLUSTER}analytics/live/", analytics.api_live, name="api-live"),
-    path("api/jobs/<int:job_id>/", analytics.api_job, name="api-job"),
-    path("api/jobs/<int:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
-    path("api/jobs/<int:job_id>/result/", analytics.api_job_result, name="api-job-result"),
+    path("api/jobs/<int64:job_id>/", analytics.api_job, name="api-job"),
+    path("api/jobs/<int64:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
+    path("api/jobs/<int64:job_id>/result/", analytics.api_job_result, name="api-job-result"),
     path("api/audit/", access.audit_api, name="api-audit"),
     path("healthz", cluster_views.health, name="health"),
 ]

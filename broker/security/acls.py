@@ -441,12 +441,14 @@ def helper_bindings(helper: str, params: Mapping[str, Any]) -> list[AclBinding]:
 
 
 def to_csv(bindings: Iterable[AclBinding]) -> str:
-    """The bindings as CSV with a header row (CSV_COLUMNS)."""
+    """The bindings as CSV with a header row (CSV_COLUMNS). A cell a spreadsheet would take for a formula (it
+    begins with =, +, -, @, a tab or a carriage return), or that begins with a single quote, gets a leading
+    single quote (OWASP's advice on CSV injection); from_csv takes it off again."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for b in sorted(bindings):
-        writer.writerow([getattr(b, c) for c in CSV_COLUMNS])
+        writer.writerow([_escaped(str(getattr(b, c))) for c in CSV_COLUMNS])
     return out.getvalue()
 
 
@@ -463,7 +465,7 @@ def from_csv(text: str) -> list[AclBinding]:
         )
     found: list[AclBinding] = []
     for row in reader:
-        values = {str(k).strip(): (v or "").strip() for k, v in row.items() if k is not None}
+        values = {str(k).strip(): _unescaped((v or "").strip()) for k, v in row.items() if k is not None}
         if not any(values.values()):
             continue
         try:
@@ -473,6 +475,17 @@ def from_csv(text: str) -> list[AclBinding]:
     if not found:
         raise InvalidInput("The CSV holds no ACL.")
     return list(dict.fromkeys(found))
+
+
+_QUOTED_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def _escaped(value: str) -> str:
+    return "'" + value if value.startswith(_QUOTED_STARTS) else value
+
+
+def _unescaped(value: str) -> str:
+    return value[1:] if value.startswith("'") else value
 
 
 # ---------------------------------------------------------------- requests

@@ -8,6 +8,11 @@ credentials in ZooKeeper or, on KRaft, in the metadata log; the same requests wo
 
 A KRaft controller refuses two changes to one user in the same request, so each mechanism gets a request
 of its own.
+
+Changes go to the controller, as Kafka's admin client sends them: in ZooKeeper mode only the controller takes
+AlterUserScramCredentials (any other broker answers NOT_CONTROLLER); on KRaft the broker that metadata names
+as controller forwards it to the quorum. The controller is asked of metadata before each change, and a change
+answered NOT_CONTROLLER (the controller moved meanwhile) is sent once more to the new one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from broker.client.connection import ClusterConnection, keep_out_of_logs, send_request
 from broker.errors import AlreadyExists, InvalidInput, KafkaRefused, NotFound
@@ -30,6 +36,7 @@ _BY_CODE = {code: name for name, (code, _) in MECHANISMS.items()}
 MIN_ITERATIONS, MAX_ITERATIONS, DEFAULT_ITERATIONS = 4096, 16384, 8192
 MIN_PASSWORD = 8
 _RESOURCE_NOT_FOUND = 91
+_NOT_CONTROLLER = 41
 
 
 @dataclass(frozen=True)
@@ -120,10 +127,11 @@ def build_users(results: Iterable[Any]) -> list[ScramUser]:
 # ---------------------------------------------------------------- requests
 
 
+_UNSUPPORTED = "This cluster's brokers do not manage SCRAM users through the API (Kafka 2.7 and later)."
+
+
 def _send(admin: KafkaAdminClient, request: Any) -> Any:
-    return send_request(
-        admin, request, "This cluster's brokers do not manage SCRAM users through the API (Kafka 2.7 and later)."
-    )
+    return send_request(admin, request, _UNSUPPORTED)
 
 
 def _reason(code: int, message: str | None) -> str:
@@ -152,8 +160,22 @@ def get_user(conn: ClusterConnection, name: str) -> ScramUser | None:
     return found[0] if found else None
 
 
+def _controller(admin: KafkaAdminClient) -> int | None:
+    """The controller's id as metadata names it (None when no broker knows one yet)."""
+    answer = send_request(admin, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+    controller = getattr(answer, "controller_id", -1)
+    return controller if isinstance(controller, int) and controller >= 0 else None
+
+
 def _alter(admin: KafkaAdminClient, request: Any, name: str, what: str) -> None:
-    answer = _send(admin, request)
+    """Send an AlterUserScramCredentials request to the controller; once more to the new controller when the
+    one asked is no longer it (NOT_CONTROLLER)."""
+    answer = None
+    for _ in range(2):
+        answer = send_request(admin, request, _UNSUPPORTED, node=_controller(admin))
+        if not any(r.error_code == _NOT_CONTROLLER for r in answer.results):
+            break
+    assert answer is not None
     for r in answer.results:
         if r.error_code:
             raise KafkaRefused(f"Kafka did not {what} {name!r}: {_reason(r.error_code, r.error_message)}")

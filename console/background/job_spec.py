@@ -13,8 +13,10 @@ from analytics.runner import JobSpec
 from broker.errors import InvalidInput
 from broker.messages.ranges import TopicRanges, get_offset_ranges, get_ranges
 from broker.times import parse_time
+from broker.topics.read import check_topic_name
 from console.config.clusters import get_connection
 from console.models import AnalyticsJob
+from console.params import INT32_MAX, INT64_MAX
 
 # (topic, partition) -> (start offset, end offset or None for the end)
 Offsets = dict[tuple[str, int], tuple[int, int | None]]
@@ -42,13 +44,18 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     topics = list(dict.fromkeys(t.strip() for t in topics if t.strip()))
     if not topics:
         raise InvalidInput("Choose at least one topic.")
+    for topic in topics:
+        try:
+            check_topic_name(topic)
+        except InvalidInput as exc:
+            raise InvalidInput(f"topics: {topic[:60]!r} is not a topic name. {exc}") from None
     bucket = str(data.get("bucket") or "hour")
     if bucket not in BUCKETS:
         raise InvalidInput(f"bucket must be one of {', '.join(BUCKETS)}, not {bucket[:40]!r}.")
     top_n = data.get("top_n", 20)
     try:
         top_n = int(top_n)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InvalidInput("top_n must be a whole number.") from None
     return JobSpec(
         report=report,
@@ -76,7 +83,7 @@ def check_offsets(data: Mapping[str, Any], spec: JobSpec) -> Offsets | None:
             if not isinstance(partitions, dict):
                 raise InvalidInput("offsets must map each topic to {partition: [start, end or null]}.")
             for partition, bounds in partitions.items():
-                wanted[(str(topic), _whole(partition, "partition"))] = _bounds(bounds)
+                wanted[(str(topic), _whole(partition, "partition", INT32_MAX))] = _bounds(bounds)
     elif isinstance(value, str):
         for item in (i.strip() for i in value.replace("\n", ",").split(",")):
             if item:
@@ -100,7 +107,7 @@ def _offset_item(item: str, spec: JobSpec) -> Offsets:
     if not dash:
         raise InvalidInput(f"Offsets {item!r}: write partition:start-end (end may be left out: to the end).")
     return {
-        (topic, _whole(partition, "partition")): (
+        (topic, _whole(partition, "partition", INT32_MAX)): (
             _whole(start, "start offset"),
             _whole(end, "end offset") if end.strip() else None,
         )
@@ -113,13 +120,16 @@ def _bounds(value: Any) -> tuple[int, int | None]:
     return _whole(value[0], "start offset"), None if value[1] is None else _whole(value[1], "end offset")
 
 
-def _whole(value: Any, name: str) -> int:
+def _whole(value: Any, name: str, maximum: int = INT64_MAX) -> int:
+    """A whole number in 0..maximum (int64 for offsets, int32 for partitions, as Kafka carries them)."""
     try:
         number = int(str(value).strip())
     except ValueError:
         raise InvalidInput(f"{name} must be a whole number, not {str(value)[:40]!r}.") from None
     if number < 0:
         raise InvalidInput(f"{name} must not be negative.")
+    if number > maximum:
+        raise InvalidInput(f"{name} must be at most {maximum}.")
     return number
 
 
@@ -151,7 +161,7 @@ def _time(value: Any, name: str) -> int | None:
     if value is None or value == "":
         return None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return parse_time(str(value), name)
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be an ISO-8601 date-time, epoch milliseconds or null.")
     return parse_time(value, name)

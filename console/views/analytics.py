@@ -3,7 +3,6 @@ downloads), and their JSON API. The work happens in console/background/ (job_spe
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,7 @@ from console.errors import api_view, page_view, status_of
 from console.live.fragments import job_status_context, jobs_context, live_context
 from console.models import AnalyticsJob
 from console.params import json_object
+from console.present import spreadsheet
 
 TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
 TEXT_COLUMNS = ("url", "keyword", "campaign_id", "ad_id", "network", "bucket_start", "group", "topic", "last_at")
@@ -256,7 +256,7 @@ def _download(job: AnalyticsJob, fmt: str) -> HttpResponse:
         response = HttpResponse(json.dumps({"job": job_json(job), "rows": rows}, indent=2), "application/json")
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(REPORTS[job.report].COLUMNS), extrasaction="ignore")
+        writer = spreadsheet.DictWriter(buffer, fieldnames=list(REPORTS[job.report].COLUMNS), extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")

@@ -6,7 +6,6 @@ fresh."""
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +19,7 @@ from broker.cluster.overview import get_overview
 from broker.cluster.quorum import get_quorum
 from broker.errors import InvalidInput
 from broker.replication.health import EVENT_KINDS, get_replication
+from broker.times import as_datetime
 from console.access import public
 from console.changes import cluster as cluster_changes
 from console.changes import embedded
@@ -131,7 +131,7 @@ def api_events(request: HttpRequest, cluster: str) -> dict[str, Any]:
         raise InvalidInput(f"kind must be among {', '.join(EVENT_KINDS)}; not {', '.join(unknown)}.")
     found = replication_watch.events_of(
         cluster,
-        since=datetime.fromtimestamp(since / 1000, tz=UTC) if since is not None else None,
+        since=as_datetime(since, "since") if since is not None else None,
         limit=int_param(request, "limit", 200, 1, 1000) or 200,
         kinds=kinds or None,
         topic=request.GET.get("topic") or None,

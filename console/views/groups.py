@@ -3,7 +3,6 @@ and their JSON API twins."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
@@ -14,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker.errors import InvalidInput, KazamiError
+from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.groups import lag as groups
 from broker.groups.changes import do_reset_offsets
 from console.access import needs, token_allowed
@@ -24,8 +23,11 @@ from console.errors import api_view, page_view, status_of
 from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm, reset_spec
 from console.live.fragments import group_context, groups_context
 from console.params import choice_param, is_htmx, json_object
+from console.present import spreadsheet
 from console.present.lag import RANGES, history_series, verdicts
 
+# The lag report's formats; the URL's extension must be one of them (it names the download too).
+EXPORT_FORMATS = ("csv", "json")
 EXPORT_COLUMNS = [
     "group",
     "state",
@@ -91,7 +93,9 @@ def _rows(cluster: str, chosen: list[groups.GroupLag]) -> list[dict[str, Any]]:
 @require_GET
 @page_view
 def export(request: HttpRequest, cluster: str, fmt: str) -> HttpResponse:
-    """The lag report of every group (or ?groups=a,b) as CSV or JSON."""
+    """The lag report of every group (or ?groups=a,b) as CSV or JSON; any other extension is a 404."""
+    if fmt not in EXPORT_FORMATS:
+        raise NotFound(f"No lag report as {fmt[:40]!r}: {' or '.join(EXPORT_FORMATS)}.")
     chosen = _chosen(cluster, request)
     if fmt == "json":
         judged = verdicts(cluster, chosen)
@@ -113,7 +117,7 @@ def export(request: HttpRequest, cluster: str, fmt: str) -> HttpResponse:
         response = HttpResponse(body, content_type="application/json")
     else:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
+        writer = spreadsheet.DictWriter(buffer, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         for row in _rows(cluster, chosen):
             writer.writerow({**row, "committed_offset": row["committed_offset"], "member": row["member"]})

@@ -3,7 +3,6 @@ their JSON API twins, which read the same query parameters (:func:`_page_query`,
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from console.errors import api_view, page_view, status_of
 from console.forms import ProduceForm, SchemaForm, body_form
 from console.live.search import SearchSpec, run_search, search_spec_from
 from console.params import choice_param, int_param, time_param
+from console.present import spreadsheet
 from console.present.masking import masker_for
 from console.present.message_json import (
     CSV_COLUMNS,
@@ -259,7 +259,7 @@ def _download(cluster: str, topic: str, spec: SearchSpec, output: str, masker: M
         response = HttpResponse(body, content_type="application/json")
     else:
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = spreadsheet.writer(buffer)
         writer.writerow([*CSV_COLUMNS, MASKED_COLUMN] if masker.active else CSV_COLUMNS)
         writer.writerows(csv_row(m, masker.active) for m in found)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
