@@ -13,18 +13,22 @@ batch Spark replays after a crash writes the same numbers again instead of addin
 state and the offsets come back from the checkpoint. The same rows go to a Kafka topic as JSON.
 
 Live CTR counts a click in the minute it happened (a batch report counts it against its impression).
+
+The figures are seen by every role alike (the live page, the output topic), so the fields their keys come
+from (:data:`KEY_FIELDS`) can be masked at the source: ``masked`` names the fields to replace, each with its
+replacement, before anything is counted, and the figures of those fields count under the replacement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from analytics import events
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 WATERMARK = "2 minutes"
@@ -32,6 +36,15 @@ WINDOW = "1 minute"
 ALL = "*"  # the key of a metric's figure over everything (pv of every URL, say)
 METRICS = ("pv", "keyword", "impressions", "clicks", "shares")
 MAX_PER_BATCH = 200_000
+# The event field each metric's key comes from (pv of one URL...): what masking must reach in the figures.
+METRIC_FIELDS = {
+    "pv": "url",
+    "keyword": "keyword",
+    "impressions": "campaign_id",
+    "clicks": "campaign_id",
+    "shares": "network",
+}
+KEY_FIELDS = tuple(dict.fromkeys(METRIC_FIELDS.values()))
 
 
 @dataclass(frozen=True)
@@ -45,9 +58,15 @@ class Figure:
     users: int
 
 
-def figures(parsed: DataFrame) -> DataFrame:
-    """Valid parsed events -> rows of (event_time, metric, key, user_id): what the live figures count."""
+def figures(parsed: DataFrame, masked: Mapping[str, str] | None = None) -> DataFrame:
+    """Valid parsed events -> rows of (event_time, metric, key, user_id): what the live figures count. A key
+    from a field of ``masked`` is that field's replacement instead."""
     from pyspark.sql import functions as F
+
+    hidden = dict(masked or {})
+
+    def field(name: str) -> Column:
+        return F.lit(hidden[name]) if name in hidden else F.col(name)
 
     kind = F.col("type")
     pairs = F.array(
@@ -55,15 +74,15 @@ def figures(parsed: DataFrame) -> DataFrame:
             F.when(cond, F.struct(F.lit(metric).alias("metric"), key.alias("key")))
             for cond, metric, key in [
                 (kind == "page_view", "pv", F.lit(ALL)),
-                (kind == "page_view", "pv", F.col("url")),
+                (kind == "page_view", "pv", field("url")),
                 (
                     (kind == "page_view") & F.col("keyword").isNotNull() & (F.col("keyword") != ""),
                     "keyword",
-                    F.col("keyword"),
+                    field("keyword"),
                 ),
-                (kind == "impression", "impressions", F.col("campaign_id")),
-                (kind == "click", "clicks", F.col("campaign_id")),
-                (kind == "share", "shares", F.col("network")),
+                (kind == "impression", "impressions", field("campaign_id")),
+                (kind == "click", "clicks", field("campaign_id")),
+                (kind == "share", "shares", field("network")),
             ]
         ]
     )
@@ -96,11 +115,13 @@ def start_query(
     output_topic: str | None,
     trigger_seconds: float = 1.0,
     starting_ms: int | None = None,
+    masked: Mapping[str, str] | None = None,
 ) -> StreamingQuery:
     """Start the live query over ``topics``; ``store(figures)`` is called with each batch's changed figures
     (and they are written to ``output_topic`` as JSON when given). Resumes from ``checkpoint`` when it
     holds one; a new one starts at the records of ``starting_ms`` (default: an hour ago), so the figures
-    of the last hour show at once and no event written while the query starts is missed."""
+    of the last hour show at once and no event written while the query starts is missed. ``masked``: the
+    fields of :data:`KEY_FIELDS` whose values no figure may show, each with its replacement (see figures)."""
     import time
 
     from pyspark.sql import functions as F
@@ -116,7 +137,7 @@ def start_query(
         .option("failOnDataLoss", "false")
         .load()
     )
-    counted = per_minute(figures(events.parse(source, "total")))
+    counted = per_minute(figures(events.parse(source, "total"), masked))
 
     def sink(batch: DataFrame, batch_id: int) -> None:
         rows = batch.collect()

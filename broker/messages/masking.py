@@ -20,7 +20,10 @@ and spacing may be written differently from the original); an unmasked part keep
 A replacement has a fixed length (``••••`` by default), so a masked value does not tell how long the
 hidden one was. Avro keys and values are masked as the document the topic's schema reads (a
 :func:`avro_reader` given to the Masker) and then written as JSON; without a schema they are bytes,
-matched by ``regex`` only.
+matched by ``regex`` only. A schema is uploaded by people the rules may mask for, so it cannot switch a
+pattern off: when the bytes hold a match the schema's document does not (a schema that reads text as
+numbers, or cuts a card number across fields), the bytes are masked as bytes instead, and the whole
+value is replaced when those still read as a document some rule reaches.
 
 Every masking is reported by *label* so the pages can say what was masked: the concrete JSON path for
 a path (``$.items[0].card``), ``~ name`` for a rule's pattern, prefixed by ``key`` or
@@ -38,6 +41,7 @@ import fnmatch
 import json
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -439,15 +443,100 @@ def mask_bytes(
     except UnicodeDecodeError:
         text = None
     document = _NOT_JSON if text is None else _parse_json(text)
-    if document is _NOT_JSON and reader is not None:
-        document = reader(bytes(raw))
-        document = _NOT_JSON if document is NOT_READ else document
     if document is not _NOT_JSON:
         document, labels = _mask_document(document, rules, prefix)
         if not labels:
             return raw, []
         return json.dumps(document, ensure_ascii=False).encode("utf-8"), labels
-    labels = []
+    if reader is not None:
+        read = reader(bytes(raw))
+        if read is not NOT_READ:
+            return _mask_read(bytes(raw), text, read, rules, prefix, reader)
+    return _mask_raw(bytes(raw), text, rules, prefix)
+
+
+def _mask_read(
+    raw: bytes, text: str | None, document: Any, rules: Sequence[MaskRule], prefix: str, reader: Reader
+) -> tuple[bytes | None, list[str]]:
+    """Bytes that ``reader`` (a schema someone uploaded) reads as ``document``. The document is masked and
+    written as JSON, as long as it holds every match the rules' patterns find in the bytes themselves. A
+    schema that reads the bytes otherwise (a text value read as numbers, a card number cut across fields)
+    cannot hide a match that way: the bytes are then masked as bytes, and when the masked bytes still read
+    as a document some rule reaches, the whole value is replaced."""
+    masked_document, labels = _mask_document(document, rules, prefix)
+    in_bytes = _raw_matches(raw, text, rules)
+    if in_bytes is not None and not in_bytes:
+        if not labels:
+            return raw, []
+        return json.dumps(masked_document, ensure_ascii=False).encode("utf-8"), labels
+    in_document = _document_matches(document, rules)
+    if in_bytes is not None and in_document is not None and not in_bytes - in_document:
+        return json.dumps(masked_document, ensure_ascii=False).encode("utf-8"), labels
+    masked, raw_labels = _mask_raw(raw, text, rules, prefix)
+    again = NOT_READ if masked is None else reader(masked)
+    if in_bytes is None or (again is not NOT_READ and _mask_document(again, rules, prefix)[1]):
+        replacement = next((r.replacement for r in rules if r.pattern is not None), DEFAULT_REPLACEMENT)
+        return replacement.encode("utf-8"), _unique([*raw_labels, f"{prefix}$"])
+    return masked, raw_labels
+
+
+def _found(pattern: Any, text: str) -> list[str] | None:
+    """The texts ``pattern`` matches in ``text``; None when it takes too long."""
+    try:
+        return [m.group() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT)]
+    except TimeoutError:
+        return None
+
+
+def _raw_matches(raw: bytes, text: str | None, rules: Sequence[MaskRule]) -> Counter[tuple[str, str]] | None:
+    """What each rule's pattern matches in the bytes (as UTF-8 text, else as Latin-1), counted; None when a
+    pattern takes too long."""
+    body = text if text is not None else raw.decode("latin-1")
+    found: Counter[tuple[str, str]] = Counter()
+    for rule in rules:
+        if rule.pattern is None:
+            continue
+        matches = _found(rule.pattern, body)
+        if matches is None:
+            return None
+        found.update((rule.name, m) for m in matches)
+    return found
+
+
+def _document_matches(document: Any, rules: Sequence[MaskRule]) -> Counter[tuple[str, str]] | None:
+    """What each rule's pattern matches in the strings and numbers of ``document``, counted (as
+    _regex_leaves matches them); None when a pattern takes too long."""
+    found: Counter[tuple[str, str]] = Counter()
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+            continue
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if isinstance(node, bool) or node is None:
+            continue
+        if isinstance(node, str):
+            leaf = node
+        elif isinstance(node, int | float):
+            leaf = json.dumps(node)
+        else:
+            continue
+        for rule in rules:
+            if rule.pattern is None:
+                continue
+            matches = _found(rule.pattern, leaf)
+            if matches is None:
+                return None
+            found.update((rule.name, m) for m in matches)
+    return found
+
+
+def _mask_raw(raw: bytes, text: str | None, rules: Sequence[MaskRule], prefix: str) -> tuple[bytes | None, list[str]]:
+    """Bytes that are no document masked by the rules' patterns: UTF-8 as text, anything else as Latin-1."""
+    labels: list[str] = []
     if text is not None:
         for rule in rules:
             if rule.pattern is not None:

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from analytics.live import Figure
+from analytics.live import ALL, KEY_FIELDS, METRIC_FIELDS, Figure
 from analytics.spark import check_spark, first_line
 from broker.errors import AlreadyExists, InvalidInput, KazamiError
 from broker.topics import read as topics
@@ -33,6 +33,7 @@ from console.background.job_process import spark_settings
 from console.background.jobs import alive, jobs_dir, spawn_command
 from console.config.clusters import get_configs, get_connection
 from console.models import LiveFigure, LiveQuery
+from console.present.masking import masked_fields
 
 STOP_GRACE = 15.0
 
@@ -148,6 +149,18 @@ def store(cluster: str, found: list[Figure]) -> None:
     LiveQuery.objects.filter(cluster=cluster).update(last_batch_at=timezone.now())
 
 
+def drop_unmasked(cluster: str, masked: dict[str, str]) -> int:
+    """Delete the stored figures whose keys come from a field masking now hides (``masked``: field ->
+    replacement), kept before the rules said so; the query counts those fields under the replacement from
+    now on. Returns how many were deleted."""
+    deleted = 0
+    for metric, field in METRIC_FIELDS.items():
+        if field in masked:
+            stale = LiveFigure.objects.filter(cluster=cluster, metric=metric).exclude(key__in=[ALL, masked[field]])
+            deleted += stale.delete()[0]
+    return deleted
+
+
 def run_live_process(cluster: str) -> int:
     """The body of ``manage.py run_live``: runs the query until it should stop (SIGTERM, or the row says
     so), then stops it cleanly so its checkpoint is whole."""
@@ -167,6 +180,8 @@ def run_live_process(cluster: str) -> int:
         if output:
             with contextlib.suppress(AlreadyExists):
                 do_create_topic(get_connection(cluster), output, 1, min(3, _brokers(cluster)))
+        masked = masked_fields(cluster, live.topics, KEY_FIELDS)
+        drop_unmasked(cluster, masked)
         spark = start_session(spark_settings(f"kazami live {cluster}"))
         query = start_query(
             spark,
@@ -175,6 +190,7 @@ def run_live_process(cluster: str) -> int:
             str(live_dir(cluster) / "checkpoint"),
             lambda found: store(cluster, found),
             output,
+            masked=masked,
         )
         LiveQuery.objects.filter(cluster=cluster).update(status=LiveQuery.RUNNING, error="")
         while not stop.wait(1.0):

@@ -14,13 +14,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from analytics.events import BUCKETS
+from analytics.events import BUCKETS, FIELDS
 from analytics.present import chart_data
 from analytics.reports import LABELS, REPORTS
 from analytics.spark import SparkUnavailable, check_spark
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.topics import read as topics
-from console.access import perform
+from console.access import Forbidden, perform, role_of
 from console.background import job_spec, jobs, live_analytics
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
@@ -28,12 +28,24 @@ from console.live.fragments import job_status_context, jobs_context, live_contex
 from console.models import AnalyticsJob
 from console.params import json_object
 from console.present import spreadsheet
+from console.present.masking import Hidden, get_rules, hidden_from, hidden_from_role
 
 TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
 TEXT_COLUMNS = ("url", "keyword", "campaign_id", "ad_id", "network", "bucket_start", "group", "topic", "last_at")
 
 
-def job_json(job: AnalyticsJob, request: HttpRequest | None = None) -> dict[str, Any]:
+def hidden_result(user: Any, job: AnalyticsJob) -> Hidden | None:
+    """Whether ``job``'s result is hidden from ``user``: a masking rule that masks a topic the job reads for the
+    user's role could reach the event fields its rows are made of (docs/operations.md, "Data masking"). A lag
+    report reads no record."""
+    if job.report == "lag":
+        return None
+    return hidden_from(user, job.cluster, job.params.get("topics", []), FIELDS)
+
+
+def job_json(job: AnalyticsJob, request: HttpRequest | None = None, role: str | None = None) -> dict[str, Any]:
+    """A job for the API. With ``request`` (its user, or ``role`` when given), a result masking hides from them
+    keeps its summary (which names campaigns) to itself and says why under ``masked``."""
     p = job.params
     body = {
         "id": job.pk,
@@ -64,6 +76,14 @@ def job_json(job: AnalyticsJob, request: HttpRequest | None = None) -> dict[str,
     }
     if request is not None:
         body["url"] = request.build_absolute_uri(reverse("api-job", kwargs={"job_id": job.pk}))
+        hidden = None
+        topics = p.get("topics", [])
+        if job.report != "lag" and any(r.covers(job.cluster, t) for r in get_rules(job.cluster) for t in topics):
+            who = role if role is not None else role_of(request.user)
+            hidden = hidden_from_role(who, job.cluster, topics, FIELDS)
+        if hidden is not None:
+            body["summary"] = {}
+            body["masked"] = hidden.message
     return body
 
 
@@ -198,7 +218,10 @@ def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
 @page_view
 def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
     job = _job_of(cluster, job_id)
+    hidden = hidden_result(request.user, job)
     rows = job.result.rows if job.status == AnalyticsJob.SUCCEEDED and hasattr(job, "result") else []
+    if hidden is not None:
+        rows = []
     bucket = job.params.get("bucket", "hour")
     context = {
         **job_status_context(job),
@@ -211,6 +234,7 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
         "from_iso": _iso(job.params.get("from_ms")),
         "to_iso": _iso(job.params.get("to_ms")),
         "live_interval": settings.KAZAMI_LIVE_INTERVAL,
+        "hidden": hidden.message if hidden is not None else None,
     }
     return render(request, "analytics/job.html", context)
 
@@ -232,7 +256,7 @@ def _cancel(request: HttpRequest, job: AnalyticsJob) -> AnalyticsJob:
 @require_GET
 @page_view
 def job_download(request: HttpRequest, cluster: str, job_id: int, fmt: str) -> HttpResponse:
-    return _download(_job_of(cluster, job_id), fmt)
+    return _download(_job_of(cluster, job_id), fmt, request)
 
 
 def _job_of(cluster: str, job_id: int) -> AnalyticsJob:
@@ -243,17 +267,24 @@ def _job_of(cluster: str, job_id: int) -> AnalyticsJob:
     return job
 
 
-def _rows_of(job: AnalyticsJob) -> list[dict[str, Any]]:
+def _rows_of(job: AnalyticsJob, request: HttpRequest) -> list[dict[str, Any]]:
+    """The result's rows; raises InvalidInput before the job succeeded, Forbidden when masking hides them from
+    the user (the same answer the page gives, as a refusal)."""
     if job.status != AnalyticsJob.SUCCEEDED:
         raise InvalidInput(f"Job {job.pk} has no result: it is {job.status}.")
+    hidden = hidden_result(request.user, job)
+    if hidden is not None:
+        raise Forbidden(hidden.message)
     return job.result.rows if hasattr(job, "result") else []
 
 
-def _download(job: AnalyticsJob, fmt: str) -> HttpResponse:
-    rows = _rows_of(job)
+def _download(job: AnalyticsJob, fmt: str, request: HttpRequest) -> HttpResponse:
+    rows = _rows_of(job, request)
     name = f"kazami-job-{job.pk}-{job.report}"
     if fmt == "json":
-        response = HttpResponse(json.dumps({"job": job_json(job), "rows": rows}, indent=2), "application/json")
+        described = job_json(job, request)
+        described.pop("url", None)
+        response = HttpResponse(json.dumps({"job": described, "rows": rows}, indent=2), "application/json")
     elif fmt == "csv":
         buffer = io.StringIO()
         writer = spreadsheet.DictWriter(buffer, fieldnames=list(REPORTS[job.report].COLUMNS), extrasaction="ignore")
@@ -278,7 +309,8 @@ def api_jobs(request: HttpRequest, cluster: str) -> Any:
         job = _start(request, cluster, json_object(request, forms=True))
         return JsonResponse(job_json(job, request), status=201)
     listed = AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:200]
-    return {"jobs": [job_json(j, request) for j in listed]}
+    role = role_of(request.user)
+    return {"jobs": [job_json(j, request, role) for j in listed]}
 
 
 @require_GET
@@ -301,7 +333,8 @@ def api_job_cancel(request: HttpRequest, job_id: int) -> Any:
 @api_view
 def api_job_result(request: HttpRequest, job_id: int) -> Any:
     job = jobs.get_job(job_id)
-    return {"id": job.pk, "report": job.report, "summary": job.summary, "notes": job.notes, "rows": _rows_of(job)}
+    rows = _rows_of(job, request)
+    return {"id": job.pk, "report": job.report, "summary": job.summary, "notes": job.notes, "rows": rows}
 
 
 # --- live mode ------------------------------------------------------------------------------------
