@@ -198,6 +198,11 @@ KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minim
 # Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.
 KAZAMI_ANALYTICS_LIVE_TOPIC = env_str("KAZAMI_ANALYTICS_LIVE_TOPIC", "kazami.analytics.live")
 KAZAMI_ANALYTICS_LIVE_HOURS = env_float("KAZAMI_ANALYTICS_LIVE_HOURS", 24.0, minimum=0.1)
+# Every search's budget (console/live/search.py): the most it may take in seconds, the most its filter's regular
+# expressions may take summed over the whole scan, and how many searches one user may run at once per process.
+KAZAMI_SEARCH_MAX_SECONDS = env_float("KAZAMI_SEARCH_MAX_SECONDS", 120.0, minimum=0.1)
+KAZAMI_SEARCH_REGEX_SECONDS = env_float("KAZAMI_SEARCH_REGEX_SECONDS", 10.0, minimum=0.01)
+KAZAMI_SEARCH_PER_USER = env_int("KAZAMI_SEARCH_PER_USER", 2, minimum=1)
 # Data masking (broker/messages/masking.py): KAZAMI_MASKING, a JSON list of rules, and the clusters file's
 # [[clusters.<name>.masking]] tables. A bad rule stops the console at start.
 KAZAMI_MASKING = load_rules(

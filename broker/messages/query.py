@@ -35,6 +35,8 @@ from broker.messages.query_terms import (
     ROOTS,
     MessageView,
     QueryError,
+    RegexBudgetSpent,
+    RegexClock,
     _And,
     _build_in,
     _build_test,
@@ -52,6 +54,8 @@ log = logging.getLogger(__name__)
 
 MAX_SOURCE_LENGTH = 2000
 MAX_DEPTH = 50
+# Regular expressions are what a hostile filter makes slow: one query may hold at most this many "matches".
+MAX_REGEXES = 4
 
 _SCALAR_ROOTS = frozenset({"timestamp", "offset", "partition", "size", "topic", "transaction"})
 _WORD_OPERATORS = ("contains", "startswith", "endswith", "matches", "like", "in")
@@ -181,6 +185,8 @@ class _Parser:
         self._tokens = _tokenize(source)
         self._index = 0
         self._depth = 0
+        self._regexes = 0
+        self.clock = RegexClock()  # what every "matches" of the query charges its time to
 
     def parse(self) -> _Node:
         node = self._or()
@@ -288,6 +294,12 @@ class _Parser:
             raise QueryError(
                 f"expected an operator after {path.text} ({_OPERATOR_LIST}), found {token.describe()}", token.position
             )
+        if op == "matches":
+            self._regexes += 1
+            if self._regexes > MAX_REGEXES:
+                raise QueryError(
+                    f'too many "matches": a query may hold at most {MAX_REGEXES} regular expressions', token.position
+                )
         self._advance()
         shown = f'"not {op}"' if negate else f'"{token.text}"'
         if op == "in":
@@ -296,7 +308,7 @@ class _Parser:
         if op == "!=":
             op, negate = "==", True
         on_text = path.root in ("key", "value") and not path.steps and op in _STRING_OPERATORS
-        return _Compare(path, _build_test(path, op, literal), negate, on_text)
+        return _Compare(path, _build_test(path, op, literal, self.clock), negate, on_text)
 
     def _list(self, shown: str) -> list[_Literal]:
         opening = self._peek()
@@ -417,21 +429,37 @@ class _Parser:
 
 
 class Query:
-    """A parsed filter. ``matches`` tells whether a message passes it; an empty filter passes all."""
+    """A parsed filter. ``matches`` tells whether a message passes it; an empty filter passes all.
 
-    __slots__ = ("_root", "source")
+    Its regular expressions are compiled once, when it is parsed, and the time they take is summed over every
+    message it tests (:attr:`regex_seconds`); :meth:`limit_regex_time` caps that sum.
+    """
+
+    __slots__ = ("_clock", "_root", "source")
     source: str
     _root: _Node | None
 
-    def __init__(self, source: str, root: _Node | None) -> None:
+    def __init__(self, source: str, root: _Node | None, clock: RegexClock | None = None) -> None:
         self.source = source
         self._root = root
+        self._clock = clock or RegexClock()
+
+    @property
+    def regex_seconds(self) -> float:
+        """The time the query's regular expressions have taken so far, over every message it tested."""
+        return self._clock.used
+
+    def limit_regex_time(self, seconds: float | None) -> None:
+        """Let the regular expressions take at most ``seconds`` in all (None: no limit but REGEX_SECONDS per
+        message); once they have, :meth:`matches` raises RegexBudgetSpent."""
+        self._clock.budget = seconds
 
     def matches(self, message: MessageView) -> bool:
         """Return True when the message passes the filter.
 
-        Never raises: values of the wrong type, missing paths and undecodable bytes make a
-        comparison false (``!=`` true) instead.
+        Never raises, but RegexBudgetSpent once the regular expressions' time (:meth:`limit_regex_time`) is
+        spent: values of the wrong type, missing paths and undecodable bytes make a comparison false (``!=``
+        true) instead.
         """
         if self._root is None:
             return True
@@ -439,6 +467,8 @@ class Query:
         # handler below is a last resort (for a value that misbehaves); a debug line says when it was needed.
         try:
             return self._root.evaluate(message)
+        except RegexBudgetSpent:
+            raise
         except Exception:
             log.debug(
                 "filter %r failed on a message of %r", self.source, getattr(message, "topic", None), exc_info=True
@@ -454,8 +484,9 @@ def parse_query(source: str) -> Query:
 
     Returns a ``Query`` (one that matches every message when the source is empty or blank).
     Raises ``QueryError``, whose message names the column, when the source is longer than
-    2,000 characters, nests deeper than 50 levels, or is not valid (an unknown field, a bare
-    field with no operator, a bad date compared with timestamp, a bad regular expression, ...).
+    2,000 characters, nests deeper than 50 levels, holds more than 4 "matches", or is not valid (an
+    unknown field, a bare field with no operator, a bad date compared with timestamp, a bad regular
+    expression, ...).
     """
     if len(source) > MAX_SOURCE_LENGTH:
         raise QueryError(
@@ -463,7 +494,8 @@ def parse_query(source: str) -> Query:
         )
     if not source.strip():
         return Query(source, None)
-    return Query(source, _Parser(source).parse())
+    parser = _Parser(source)
+    return Query(source, parser.parse(), parser.clock)
 
 
 def describe_syntax() -> str:
@@ -473,9 +505,9 @@ def describe_syntax() -> str:
             "Fields: key, value, headers, timestamp, offset, partition, size, topic, transaction "
             "(committed, aborted, open); "
             'paths such as value.user.id, value.items[0].sku, headers.trace-id, headers["trace id"].',
-            "Operators: == != > < >= <= contains startswith endswith matches (regex) like (% and _) in (...); "
-            "combine with and, or, not and parentheses; exists value.x tests presence; on a whole key or value, "
-            "the string operators read its text as written, JSON included.",
+            "Operators: == != > < >= <= contains startswith endswith matches (regex; at most 4 in a query) "
+            "like (% and _) in (...); combine with and, or, not and parentheses; exists value.x tests presence; "
+            "on a whole key or value, the string operators read its text as written, JSON included.",
             'Examples: value.status in ("error", "fatal") and offset > 1000',
             '          timestamp >= "2026-11-01T12:30:00Z" and key like "order-%"',
             '          not exists value.user.id or headers["trace id"] startswith "abc"',

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import operator
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -165,8 +166,9 @@ def _build_in(path: _Path, items: list[_Literal], negate: bool) -> _Compare:
     return _Compare(path, test, negate)
 
 
-def _build_test(path: _Path, op: str, literal: _Literal) -> Callable[[object], bool]:
-    """The test for one comparison, with everything that can be checked or prepared done now."""
+def _build_test(path: _Path, op: str, literal: _Literal, clock: RegexClock) -> Callable[[object], bool]:
+    """The test for one comparison, with everything that can be checked or prepared done now (a regular
+    expression compiled once, its searches timed by ``clock``, the query's)."""
     if op == "==":
         literal = _as_timestamp(path, literal)
         return lambda value: _equals(value, literal)
@@ -188,7 +190,7 @@ def _build_test(path: _Path, op: str, literal: _Literal) -> Callable[[object], b
         raise QueryError(f'"{op}" needs a quoted pattern, not {literal.text}', literal.position)
     if op == "matches":
         compiled = _compile_regex(literal)
-        return lambda value: (text := _text_form(value)) is not None and _search(compiled, text)
+        return lambda value: (text := _text_form(value)) is not None and clock.search(compiled, text)
     pattern = _like_pattern(literal.value)  # op == "like"
     return lambda value: (text := _text_form(value)) is not None and _like(text, pattern)
 
@@ -216,11 +218,49 @@ def _as_timestamp(path: _Path, literal: _Literal) -> _Literal:
 REGEX_SECONDS = 0.05
 
 
-def _search(compiled: regex_engine.Pattern[str], text: str) -> bool:
-    try:
-        return compiled.search(text, timeout=REGEX_SECONDS) is not None
-    except TimeoutError:
-        return False
+class RegexBudgetSpent(Exception):
+    """The regular expressions of a query have taken all the time they were given (:attr:`RegexClock.budget`).
+    ``Query.matches`` lets it through, so the scan stops; the message being tested is left unjudged."""
+
+    def __init__(self, used: float, budget: float) -> None:
+        super().__init__(f"the filter's regular expressions used their {budget:g} s budget")
+        self.used = used
+        self.budget = budget
+
+
+class RegexClock:
+    """The time one query's regular expressions have taken, summed over every message they were tried on.
+
+    Each search gets at most REGEX_SECONDS (past that the message counts as not matching). With a
+    ``budget`` (seconds, for the whole query), a search gets at most what is left of it, and a search that
+    finds it spent raises RegexBudgetSpent.
+    """
+
+    __slots__ = ("budget", "used")
+
+    def __init__(self) -> None:
+        self.used = 0.0
+        self.budget: float | None = None
+
+    def search(self, compiled: regex_engine.Pattern[str], text: str) -> bool:
+        timeout = REGEX_SECONDS
+        if self.budget is not None:
+            left = self.budget - self.used
+            if left <= 0:
+                raise RegexBudgetSpent(self.used, self.budget)
+            timeout = min(timeout, left)
+        start = time.perf_counter()
+        try:
+            # concurrent: the matching runs without the GIL (``text`` is a str, which cannot change under it), so
+            # a pattern that backtracks leaves the process's other threads (its event loop) free to run.
+            found = compiled.search(text, timeout=timeout, concurrent=True) is not None
+            timed_out = False
+        except TimeoutError:
+            found, timed_out = False, True
+        self.used += time.perf_counter() - start
+        if timed_out and self.budget is not None and timeout < REGEX_SECONDS:
+            raise RegexBudgetSpent(self.used, self.budget)  # cut short by the budget: this message is not judged
+        return found
 
 
 def _compile_regex(literal: _Literal) -> regex_engine.Pattern[str]:

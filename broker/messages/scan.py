@@ -14,6 +14,7 @@ from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, PartitionNotFound
 from broker.messages.log import Message, OffsetOutOfRange, PartitionLog, visible
 from broker.messages.partitioners import CHOICES, PARTITIONERS, placements
+from broker.messages.query_terms import RegexBudgetSpent
 from broker.messages.read import _offset_for_time, _pick, _readable, _reading
 from broker.topics.read import PartitionInfo, get_topic_partitions
 
@@ -27,8 +28,12 @@ class ScanProgress:
     positions: dict[int, int] = field(default_factory=dict)  # partition -> next offset to read
     total: int = 0  # messages in range
     done: bool = False
-    stopped: str | None = None  # why the scan ended early: "limit", "cancelled", "deadline", "matches"
+    # why the scan ended early: "limit", "cancelled", "deadline" (its time ran out), "matches", "regex_budget"
+    # (the filter's regular expressions used the time they were given)
+    stopped: str | None = None
+    why: str | None = None  # the same in a sentence, with the number of records read
     unreadable: list[int] = field(default_factory=list)  # partitions in the plan that had no leader: not read
+    elapsed: float = 0.0  # seconds since the scan began
 
 
 @dataclass(frozen=True)
@@ -120,12 +125,16 @@ def scan(
     report_every: int = 2000,
     deadline_s: float = 300.0,
     isolation: str = "read_uncommitted",
+    report_seconds: float | None = None,
 ) -> Iterator[Message]:
     """Yield the records of ``ranges`` that satisfy ``predicate``, partition by partition, each labelled
     with its transaction's fate; read_committed, only those such a consumer is given.
 
-    Stops at ``max_scan`` messages read, ``max_matches`` found, ``cancel`` set, or the deadline;
-    ``on_progress`` hears where it is (its last call has ``done`` set and says why it stopped).
+    Stops at ``max_scan`` messages read, ``max_matches`` found, ``cancel`` set, the deadline (``deadline_s``
+    seconds from the start, checked before every record), or when ``predicate`` raises RegexBudgetSpent (that
+    record is not counted); ``on_progress`` hears where it is every ``report_every`` records (and, with
+    ``report_seconds``, at least that often while records come), and a last time with ``done`` set and why it
+    stopped (``stopped``, ``why``).
     """
     progress = ScanProgress(
         total=sum(r.stop - r.start for r in ranges if r.readable),
@@ -133,11 +142,24 @@ def scan(
         unreadable=[r.partition for r in ranges if not r.readable],
     )
     ranges = [r for r in ranges if r.readable]
-    deadline = time.monotonic() + deadline_s
+    started = time.monotonic()
+    deadline = started + deadline_s
+    reported = started
 
     def report(force: bool = False) -> None:
-        if on_progress is not None and (force or progress.scanned % report_every == 0):
+        nonlocal reported
+        if on_progress is None:
+            return
+        now = time.monotonic()
+        due = progress.scanned % report_every == 0 or (report_seconds is not None and now - reported >= report_seconds)
+        if force or due:
+            reported = now
+            progress.elapsed = now - started
             on_progress(progress)
+
+    def stop(reason: str, why: str) -> None:
+        progress.stopped = reason
+        progress.why = f"{why}, after {progress.scanned:,} record{'' if progress.scanned == 1 else 's'}"
 
     try:
         with _reading(conn, topic, "partitions"):
@@ -147,22 +169,30 @@ def scan(
                     if message.control is not None:
                         continue  # a marker is no message: it is counted in no total but the range's
                     if cancel is not None and cancel.is_set():
-                        progress.stopped = "cancelled"
+                        stop("cancelled", "stopped on request")
+                        return
+                    if time.monotonic() >= deadline:
+                        stop("deadline", f"stopped after {deadline_s:g} s, the most a search may take")
+                        return
+                    try:
+                        hit = visible(message, isolation) and predicate(message)
+                    except RegexBudgetSpent as spent:
+                        stop("regex_budget", f"stopped: {spent}")
                         return
                     progress.scanned += 1
                     progress.positions[r.partition] = message.offset + 1
-                    if visible(message, isolation) and predicate(message):
+                    if hit:
                         progress.matched += 1
                         yield message
                         if progress.matched >= max_matches:
-                            progress.stopped = "matches"
+                            stop("matches", "stopped at the most matches asked for (max_matches)")
                             return
                     if progress.scanned >= max_scan:
-                        progress.stopped = "limit"
+                        stop("limit", "stopped at the most records asked for (max_scan)")
                         return
                     report()
                 if log.timed_out:
-                    progress.stopped = "deadline"
+                    stop("deadline", f"stopped after {deadline_s:g} s, the most a search may take")
                     return
                 progress.positions[r.partition] = r.stop
     except OffsetOutOfRange:

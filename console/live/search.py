@@ -1,27 +1,41 @@
 """Searching a topic with the filter language: the bounds a user asked for, checked, and the run; for the search
-page's websocket, the run with its matches and progress pushed as they come (:func:`stream_search`)."""
+page's websocket, the run with its matches and progress pushed as they come (:func:`stream_search`).
+
+Every search has a budget (console/settings.py): KAZAMI_SEARCH_MAX_SECONDS of wall time, KAZAMI_SEARCH_REGEX_SECONDS
+for the filter's regular expressions summed over the whole scan, and at most KAZAMI_SEARCH_PER_USER searches of one
+user at once in a console process (:func:`search_slot`; a search waits for none: it is refused with SearchesBusy).
+A search over HTTP stops when its client goes away (:func:`until_client_leaves`), one over the websocket when the
+socket closes.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connections
 from django.template.loader import render_to_string
 from django.urls import reverse
 
 from broker.client.connection import ClusterConnection
 from broker.decode import decode
-from broker.errors import InvalidInput
+from broker.errors import InvalidInput, KazamiError
 from broker.messages import read as messages
 from broker.messages.log import Message
 from broker.messages.masking import NO_MASKING, Masker
 from broker.messages.query import Query, parse_query
-from broker.messages.query_terms import MessageView, QueryError
+from broker.messages.query_terms import MessageView
 from broker.messages.scan import ScanProgress, plan_scan, scan
 from broker.times import parse_time
 from console.config.clusters import get_connection
@@ -35,6 +49,10 @@ DEFAULT_MAX_SCAN = 100_000
 MAX_MATCHES_LIMIT = 10_000
 DEFAULT_MAX_MATCHES = 200
 PUSH_EVERY = 0.25  # seconds between a streamed search's pushes: progress and matches are batched in between
+RESTART_WAIT = 5.0  # seconds a websocket search waits for the slot of the search it replaced to be given back
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -145,12 +163,122 @@ def predicate_for(query: Query, masker: Masker = NO_MASKING) -> Callable[[Messag
     return lambda m: query.matches(message_view(masker.message(m)))
 
 
+# ------------------------------------------------------------------------------------------------ the budget
+
+
+class SearchesBusy(KazamiError):
+    """The user already runs as many searches as one user may at once (KAZAMI_SEARCH_PER_USER): HTTP 429."""
+
+
+_slots = threading.Condition()
+_running: Counter[str] = Counter()  # searcher -> searches under way in this process
+
+
+def searcher(user: Any, address: str | None) -> str:
+    """Whose searches count together: a user's, or for anonymous reading (KAZAMI_ANONYMOUS_READ), an address's."""
+    if user is not None and getattr(user, "is_authenticated", False):
+        return f"user:{user.pk}"
+    return f"anonymous:{address or '?'}"
+
+
+@contextmanager
+def search_slot(who: str, wait: float = 0.0) -> Iterator[None]:
+    """Hold one of ``who``'s KAZAMI_SEARCH_PER_USER searches for the block; waits up to ``wait`` seconds for one to
+    be given back, then raises SearchesBusy."""
+    most = int(settings.KAZAMI_SEARCH_PER_USER)
+    with _slots:
+        if not _slots.wait_for(lambda: _running[who] < most, timeout=wait):
+            several = "search" if most == 1 else f"{most} searches"
+            raise SearchesBusy(
+                f"You already run {several} at once, the most one user may (KAZAMI_SEARCH_PER_USER). Wait for one "
+                "to finish, or stop it, and search again."
+            )
+        _running[who] += 1
+    try:
+        yield
+    finally:
+        with _slots:
+            _running[who] -= 1
+            if _running[who] <= 0:
+                del _running[who]
+            _slots.notify_all()
+
+
+def running_searches(who: str) -> int:
+    """How many searches ``who`` runs now in this process."""
+    with _slots:
+        return _running[who]
+
+
+async def until_client_leaves(work: Callable[[threading.Event], T], name: str = "search") -> T:
+    """``work(cancel)`` in a thread of its own (with the database connections of a Django thread), awaited. When
+    the awaiting task is cancelled (an HTTP client that goes away: Django cancels its view), ``cancel`` is set at
+    once, so the work stops at its next record instead of running to its end for nobody."""
+    cancel = threading.Event()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        close_old_connections()
+        try:
+            done.set_result(work(cancel))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting view, which raises it
+            done.set_exception(exc)
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=run, name="kazami-search", daemon=True).start()
+    waiting = asyncio.wrap_future(done)
+    try:
+        return await asyncio.shield(waiting)
+    except asyncio.CancelledError:
+        cancel.set()
+        log.info("%s: the client went away; its search stops", name)
+        waiting.add_done_callback(_ended_for_nobody(name))
+        raise
+
+
+def _ended_for_nobody(name: str) -> Callable[[asyncio.Future[Any]], None]:
+    """Logs how a search whose client went away ended (and takes its error, which nobody else will)."""
+
+    def ended(future: asyncio.Future[Any]) -> None:
+        error = None if future.cancelled() else future.exception()
+        log.info("%s: the search of a client that went away has ended%s", name, f" ({error})" if error else "")
+
+    return ended
+
+
+def _regex_budget() -> float:
+    return float(settings.KAZAMI_SEARCH_REGEX_SECONDS)
+
+
+def _max_seconds() -> float:
+    return float(settings.KAZAMI_SEARCH_MAX_SECONDS)
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
 @dataclass
 class SearchResult:
     spec: SearchSpec
     shown: list[ShownMessage] = field(default_factory=list)
     progress: ScanProgress = field(default_factory=ScanProgress)
     cut: str | None = None  # why the matches stop short of the spec's limits, if they do
+    regex_seconds: float = 0.0  # the time the filter's regular expressions took, summed over the scan
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the search stopped before the end of its range, in a sentence (None: it read it all)."""
+        return self.cut or self.progress.why
+
+    def budget(self) -> dict[str, float]:
+        """What the search could spend and what it spent (the API's ``budget``)."""
+        return {
+            "max_seconds": _max_seconds(),
+            "regex_seconds": _regex_budget(),
+            "used_seconds": round(self.progress.elapsed, 3),
+            "regex_used_seconds": round(self.regex_seconds, 3),
+        }
 
 
 def run_search(
@@ -165,14 +293,13 @@ def run_search(
 ) -> SearchResult:
     """Scan ``topic`` within ``spec``'s bounds; every match is shown (decoded) and passed to ``on_match``.
     With ``masker`` (the user's: console.present.masking.masker_for), the query is matched against the masked
-    messages and the matches are shown masked.
+    messages and the matches are shown masked. The scan stops, saying why, when it is cancelled, or has taken
+    KAZAMI_SEARCH_MAX_SECONDS, or its regular expressions KAZAMI_SEARCH_REGEX_SECONDS.
 
     Raises QueryError, TopicNotFound, PartitionNotFound, ClusterUnavailable.
     """
-    try:
-        query = parse_query(spec.query)
-    except QueryError:
-        raise
+    query = parse_query(spec.query)  # its regular expressions compiled once, their time summed over the scan
+    query.limit_regex_time(_regex_budget())
     ranges = plan_scan(
         conn,
         topic,
@@ -200,7 +327,9 @@ def run_search(
         max_matches=spec.max_matches,
         cancel=cancel,
         on_progress=progress,
+        deadline_s=_max_seconds(),
         isolation=spec.isolation,
+        report_seconds=PUSH_EVERY,
     ):
         shown = show(cluster, masker.message(message), decoding)
         result.shown.append(shown)
@@ -210,6 +339,17 @@ def run_search(
         if held >= messages.PAGE_BYTES:
             result.cut = f"The matches so far hold more than {messages.PAGE_BYTES // (1024 * 1024)} MB; search stopped."
             break
+    result.regex_seconds = query.regex_seconds
+    if result.progress.stopped in ("deadline", "regex_budget", "cancelled"):
+        log.info(
+            "search of %s/%s (%r) %s; %.1f s, %.1f s in regular expressions",
+            cluster,
+            topic,
+            spec.query[:200],
+            result.progress.why,
+            result.progress.elapsed,
+            result.regex_seconds,
+        )
     return result
 
 
@@ -237,9 +377,17 @@ async def stream_search(to: TaskConsumer, topic: str, spec: SearchSpec, cancel: 
         + render_to_string("messages/_search_progress.html", {"progress": ScanProgress()})
     )
     conn = get_connection(to.cluster)
+    user = to.scope["user"]
     # The user's masking, as the search page's: the query sees masked messages only.
-    masker = await database_sync_to_async(masker_for)(to.scope["user"], to.cluster, topic)
-    await to.in_thread(run_search, conn, to.cluster, topic, spec, cancel, on_progress, on_match, masker)
+    masker = await database_sync_to_async(masker_for)(user, to.cluster, topic)
+    who = searcher(user, (to.scope.get("client") or [None])[0])
+
+    def run() -> None:
+        # A new search on the same page stops the one before: wait a little for it to give its slot back.
+        with search_slot(who, wait=RESTART_WAIT):
+            run_search(conn, to.cluster, topic, spec, cancel, on_progress, on_match, masker)
+
+    await to.in_thread(run)
 
 
 async def _push(

@@ -3,8 +3,11 @@ their JSON API twins, which read the same query parameters (:func:`_page_query`,
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -27,9 +30,17 @@ from broker.topics import read as topics
 from console.access import needs
 from console.changes import messages as message_changes
 from console.config.clusters import get_connection
-from console.errors import api_view, page_view, status_of
+from console.errors import api_view, json_error, page_view, status_of
 from console.forms import ProduceForm, SchemaForm, body_form
-from console.live.search import SearchSpec, run_search, search_spec_from
+from console.live.search import (
+    SearchesBusy,
+    SearchSpec,
+    run_search,
+    search_slot,
+    search_spec_from,
+    searcher,
+    until_client_leaves,
+)
 from console.params import choice_param, int_param, time_param
 from console.present import spreadsheet
 from console.present.masking import masker_for
@@ -214,9 +225,31 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     return render(request, "messages/find_key.html", context)
 
 
+def _stops_when_client_leaves(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., Coroutine[Any, Any, HttpResponse]]:
+    """An async view around ``view(request, …, cancel=event)``, which runs in a thread of its own: when the client
+    goes away, Django cancels the async view and ``cancel`` is set, so the search stops (console.live.search's
+    until_client_leaves)."""
+
+    @functools.wraps(view)
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def work(cancel: threading.Event) -> HttpResponse:
+            return view(request, *args, cancel=cancel, **kwargs)
+
+        return await until_client_leaves(work, f"{request.method} {request.path}")
+
+    return wrapper
+
+
+def _searcher(request: HttpRequest) -> str:
+    return searcher(request.user, request.META.get("REMOTE_ADDR"))
+
+
 @require_GET
+@_stops_when_client_leaves
 @page_view
-def search(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+def search(request: HttpRequest, cluster: str, topic: str, cancel: threading.Event | None = None) -> HttpResponse:
     """The search page. With ?run=1 (no JavaScript, or a pasted link) it searches now, bounded; the
     websocket version shows progress and can be stopped. ?format=json|csv downloads the results."""
     conn = get_connection(cluster)
@@ -232,17 +265,23 @@ def search(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         spec = search_spec_from(request.GET)
         output = request.GET.get("format")
         masker = masker_for(request.user, cluster, topic)
-        if output in ("json", "csv"):
-            return _download(cluster, topic, spec, output, masker)
-        result = run_search(conn, cluster, topic, spec, masker=masker)
+        try:
+            with search_slot(_searcher(request)):
+                if output in ("json", "csv"):
+                    return _download(cluster, topic, spec, output, masker, cancel)
+                result = run_search(conn, cluster, topic, spec, masker=masker, cancel=cancel)
+        except SearchesBusy as exc:
+            return render(request, "errors/error.html", {"status": 429, "message": str(exc)}, status=429)
         context.update(result=result)
     return render(request, "messages/search.html", context)
 
 
-def _download(cluster: str, topic: str, spec: SearchSpec, output: str, masker: Masker) -> HttpResponse:
+def _download(
+    cluster: str, topic: str, spec: SearchSpec, output: str, masker: Masker, cancel: threading.Event | None = None
+) -> HttpResponse:
     """The search's matches as a file: masked as the user's pages show them (the CSV then ends with a
     ``masked`` column)."""
-    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker)
+    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker, cancel=cancel)
     found = [s.message for s in result.shown]
     if output == "json":
         body = json.dumps(
@@ -252,6 +291,7 @@ def _download(cluster: str, topic: str, spec: SearchSpec, output: str, masker: M
                 "scanned": result.progress.scanned,
                 "matched": result.progress.matched,
                 "stopped": result.progress.stopped,
+                "stop_reason": result.stop_reason,
                 "messages": [message_json(m) for m in found],
             },
             indent=2,
@@ -408,15 +448,24 @@ def api_find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
 
 
 @require_GET
+@_stops_when_client_leaves
 @api_view
-def api_search(request: HttpRequest, cluster: str, topic: str) -> Any:
+def api_search(request: HttpRequest, cluster: str, topic: str, cancel: threading.Event | None = None) -> Any:
     spec = search_spec_from(request.GET)
-    result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker_for(request.user, cluster, topic))
+    conn = get_connection(cluster)
+    masker = masker_for(request.user, cluster, topic)
+    try:
+        with search_slot(_searcher(request)):
+            result = run_search(conn, cluster, topic, spec, masker=masker, cancel=cancel)
+    except SearchesBusy as exc:
+        return json_error(429, "too_many_searches", str(exc))
     return {
         "query": spec.query,
         "scanned": result.progress.scanned,
         "matched": result.progress.matched,
         "stopped": result.progress.stopped,
+        "stop_reason": result.stop_reason,
+        "budget": result.budget(),
         "unreadable_partitions": result.progress.unreadable,
         "cut": result.cut,
         "messages": [shown_json(s) for s in result.shown],  # decoded under auto by the search
