@@ -145,9 +145,10 @@ class TailConsumer(Rechecked):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
-            action = json.loads(text_data or "{}").get("action")
-        except ValueError:
+            data = json.loads(text_data or "{}")
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             return
+        action = data.get("action") if isinstance(data, dict) else None
         if action in ("pause", "resume"):
             self.paused = action == "pause"
             if self.paused:

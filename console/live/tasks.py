@@ -66,9 +66,9 @@ class TaskConsumer(Rechecked):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
             data = json.loads(text_data or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             return
-        action = data.get("action")
+        action = data.get("action") if isinstance(data, dict) else None
         if action == "stop":
             self.stop_task()
         elif action == "start":

@@ -13,6 +13,7 @@ Also here: SCRAM users created and deleted on the three-broker cluster go to the
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import re
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from pathlib import Path
 
+import aiohttp
 import pytest
 from django.urls import URLPattern, get_resolver
 
@@ -358,7 +360,7 @@ def sweep(requests: list[tuple[Session, str, str, bytes | None, str]], statuses:
         answer = session.send(method, path, body, content_type)
         statuses[answer.status] += 1
         if method == "POST" and answer.status < 400:
-            print("accepted:", session.who, path[:120], (body or b"")[:60], answer.status)  # noqa: T201
+            print("accepted:", session.who, path[:120], (body or b"")[:60], answer.status)
         return problems(answer)
 
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -491,6 +493,39 @@ def test_the_limits_say_what_they_are(served: ServedConsole, real: Cluster) -> N
     assert "'=HYPERLINK(1)" in text
     assert "\n=" not in text
     assert ",=" not in text
+
+
+# ---------------------------------------------------------------- websockets
+
+
+def test_a_websocket_outlives_hostile_messages(served: ServedConsole, real: Cluster) -> None:
+    """A live tail sent a message nested 100,000 deep, a JSON array and plain text ignores them (they used to
+    end the socket with a traceback) and still pauses when asked."""
+    session = sessions(served)["viewer"].cookies["sessionid"]
+    url = served.url.replace("http://", "ws://") + f"/ws/clusters/local/topics/{real.topic}/tail/"
+
+    async def talk() -> list[str]:
+        received: list[str] = []
+        async with (
+            aiohttp.ClientSession(headers={"Cookie": f"sessionid={session}"}) as client,
+            client.ws_connect(url, origin=served.url, max_msg_size=0) as ws,
+        ):
+            for hostile in ("[" * 100_000 + "]" * 100_000, "[1, 2]", "not json"):
+                await ws.send_str(hostile)
+            await ws.send_str(json.dumps({"action": "pause"}))
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                message = await ws.receive(timeout=60)
+                assert message.type is aiohttp.WSMsgType.TEXT, message
+                received.append(str(message.data))
+                if "Paused: new messages are not shown." in message.data:
+                    break
+        return received
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        received = pool.submit(asyncio.run, talk()).result()
+    assert "Paused: new messages are not shown." in received[-1]
+    assert "Traceback" not in served.log.read_text(errors="replace")
 
 
 # ---------------------------------------------------------------- SCRAM users go to the controller
