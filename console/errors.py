@@ -13,6 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import render
 
 from analytics.spark import SparkUnavailable
+from broker.connect.policy import ConnectPolicyRefused
 from broker.errors import (
     AlreadyExists,
     ClusterAuthFailed,
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 STATUS: list[tuple[type[KazamiError], int, str]] = [
     (Forbidden, 403, "forbidden"),
     (ReadOnlyCluster, 403, "read_only"),
+    (ConnectPolicyRefused, 403, "connect_policy"),
     (UnknownCluster, 404, "unknown_cluster"),
     (NotFound, 404, "not_found"),
     (BodyTooLarge, 413, "too_large"),
