@@ -39,14 +39,29 @@ def _secret_key() -> str:
 SQLITE_OPTIONS = {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
 
 
+def _owner_only(database: Path) -> Path:
+    """The SQLite file (created empty when missing, which SQLite takes for a new database) and its journal
+    files readable by this user only: it holds password hashes and sessions, and the embedded Connect
+    worker runs as another user on the same machine."""
+    if not database.parent.is_dir():
+        return database  # Django says so when it connects
+    database.touch(mode=0o600, exist_ok=True)
+    for path in (database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+        if path.exists():
+            path.chmod(0o600)
+    return database
+
+
 def _database(url: str) -> dict[str, Any]:
     """DATABASE_URL as Django wants it: sqlite:///path or postgres://user:pass@host:port/name."""
     if not url:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "kazami.sqlite3", "OPTIONS": SQLITE_OPTIONS}
+        default = _owner_only(VAR_DIR / "kazami.sqlite3")
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": default, "OPTIONS": SQLITE_OPTIONS}
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.path or ":memory:", "OPTIONS": SQLITE_OPTIONS}
+        name: Path | str = _owner_only(Path(parsed.path)) if parsed.path not in ("", ":memory:") else ":memory:"
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": SQLITE_OPTIONS}
     if parsed.scheme in ("postgres", "postgresql"):
         return {
             "ENGINE": "django.db.backends.postgresql",

@@ -212,3 +212,23 @@ def test_analytics_jobs_are_started_from_the_folder_of_manage_py() -> None:
     from console.background import jobs
 
     assert (jobs.REPO / "manage.py").exists()
+
+
+def test_the_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """It holds password hashes and sessions; the embedded Connect worker runs as another user."""
+    from console import settings
+
+    fresh = tmp_path / "new.sqlite3"
+    assert settings._database(f"sqlite://{fresh}")["NAME"] == fresh
+    assert fresh.stat().st_mode & 0o777 == 0o600
+    old = tmp_path / "old.sqlite3"
+    old.write_bytes(b"")
+    old.chmod(0o644)
+    (tmp_path / "old.sqlite3-wal").write_bytes(b"")
+    (tmp_path / "old.sqlite3-wal").chmod(0o644)
+    settings._database(f"sqlite://{old}")
+    assert old.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "old.sqlite3-wal").stat().st_mode & 0o777 == 0o600
+    assert settings.DATABASES["default"]["NAME"] == ":memory:" or (
+        Path(settings.DATABASES["default"]["NAME"]).stat().st_mode & 0o077 == 0
+    )
