@@ -33,9 +33,9 @@ from string import hexdigits
 
 from broker.messages.query_terms import (
     ROOTS,
+    FilterTimeSpent,
     MessageView,
     QueryError,
-    RegexBudgetSpent,
     RegexClock,
     _And,
     _build_in,
@@ -454,12 +454,17 @@ class Query:
         message); once they have, :meth:`matches` raises RegexBudgetSpent."""
         self._clock.budget = seconds
 
+    def stop_at(self, deadline: float | None) -> None:
+        """Past ``deadline`` (time.monotonic()), a slow comparison (a ``like`` over a long value) stops the query:
+        :meth:`matches` raises DeadlinePassed."""
+        self._clock.deadline = deadline
+
     def matches(self, message: MessageView) -> bool:
         """Return True when the message passes the filter.
 
-        Never raises, but RegexBudgetSpent once the regular expressions' time (:meth:`limit_regex_time`) is
-        spent: values of the wrong type, missing paths and undecodable bytes make a comparison false (``!=``
-        true) instead.
+        Never raises, but FilterTimeSpent once the regular expressions' time (:meth:`limit_regex_time`) is
+        spent or a slow comparison passes the deadline (:meth:`stop_at`): values of the wrong type, missing
+        paths and undecodable bytes make a comparison false (``!=`` true) instead.
         """
         if self._root is None:
             return True
@@ -467,7 +472,7 @@ class Query:
         # handler below is a last resort (for a value that misbehaves); a debug line says when it was needed.
         try:
             return self._root.evaluate(message)
-        except RegexBudgetSpent:
+        except FilterTimeSpent:
             raise
         except Exception:
             log.debug(

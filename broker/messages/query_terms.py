@@ -192,7 +192,7 @@ def _build_test(path: _Path, op: str, literal: _Literal, clock: RegexClock) -> C
         compiled = _compile_regex(literal)
         return lambda value: (text := _text_form(value)) is not None and clock.search(compiled, text)
     pattern = _like_pattern(literal.value)  # op == "like"
-    return lambda value: (text := _text_form(value)) is not None and _like(text, pattern)
+    return lambda value: (text := _text_form(value)) is not None and _like(text, pattern, clock)
 
 
 def _as_timestamp(path: _Path, literal: _Literal) -> _Literal:
@@ -218,9 +218,17 @@ def _as_timestamp(path: _Path, literal: _Literal) -> _Literal:
 REGEX_SECONDS = 0.05
 
 
-class RegexBudgetSpent(Exception):
-    """The regular expressions of a query have taken all the time they were given (:attr:`RegexClock.budget`).
-    ``Query.matches`` lets it through, so the scan stops; the message being tested is left unjudged."""
+class FilterTimeSpent(Exception):
+    """A filter has taken the time it was given: ``Query.matches`` lets it through, so the scan stops; the message
+    being tested is left unjudged. ``reason``: "regex_budget" or "deadline"."""
+
+    reason = "deadline"
+
+
+class RegexBudgetSpent(FilterTimeSpent):
+    """The regular expressions of a query have taken all the time they were given (:attr:`RegexClock.budget`)."""
+
+    reason = "regex_budget"
 
     def __init__(self, used: float, budget: float) -> None:
         super().__init__(f"the filter's regular expressions used their {budget:g} s budget")
@@ -228,19 +236,32 @@ class RegexBudgetSpent(Exception):
         self.budget = budget
 
 
+class DeadlinePassed(FilterTimeSpent):
+    """A slow comparison (a ``like`` over a long value) ran past the query's deadline (:attr:`RegexClock.deadline`)."""
+
+    def __init__(self) -> None:
+        super().__init__("the filter ran past the search's deadline")
+
+
 class RegexClock:
-    """The time one query's regular expressions have taken, summed over every message they were tried on.
+    """The time one query's regular expressions have taken, summed over every message they were tried on, and the
+    moment the query must stop at (``deadline``, time.monotonic(); None: none).
 
     Each search gets at most REGEX_SECONDS (past that the message counts as not matching). With a
     ``budget`` (seconds, for the whole query), a search gets at most what is left of it, and a search that
-    finds it spent raises RegexBudgetSpent.
+    finds it spent raises RegexBudgetSpent. A ``like`` checks the deadline as it goes (DeadlinePassed).
     """
 
-    __slots__ = ("budget", "used")
+    __slots__ = ("budget", "deadline", "used")
 
     def __init__(self) -> None:
         self.used = 0.0
         self.budget: float | None = None
+        self.deadline: float | None = None
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise DeadlinePassed
 
     def search(self, compiled: regex_engine.Pattern[str], text: str) -> bool:
         timeout = REGEX_SECONDS
@@ -302,12 +323,21 @@ def _like_pattern(text: str) -> tuple[str | int, ...]:
     return tuple(items)
 
 
-def _like(text: str, pattern: tuple[str | int, ...]) -> bool:
-    """SQL LIKE, case-insensitive: greedy matching that retries from the last "%" (no regex, so no blow-up)."""
+_LIKE_CHECK_EVERY = 8192  # steps of a LIKE between looks at the clock's deadline
+
+
+def _like(text: str, pattern: tuple[str | int, ...], clock: RegexClock | None = None) -> bool:
+    """SQL LIKE, case-insensitive: greedy matching that retries from the last "%" (no regex, so no blow-up).
+    Its steps grow with the text's length times the pattern's, so with a ``clock`` it checks the deadline as it goes
+    (raises DeadlinePassed)."""
     t = p = 0
     star = -1
     resume = 0
+    steps = 0
     while t < len(text):
+        steps += 1
+        if steps % _LIKE_CHECK_EVERY == 0 and clock is not None:
+            clock.check_deadline()
         if p < len(pattern) and pattern[p] != _ANY_RUN and (pattern[p] == _ANY_ONE or pattern[p] == text[t].lower()):
             t += 1
             p += 1

@@ -14,7 +14,7 @@ from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, PartitionNotFound
 from broker.messages.log import Message, OffsetOutOfRange, PartitionLog, visible
 from broker.messages.partitioners import CHOICES, PARTITIONERS, placements
-from broker.messages.query_terms import RegexBudgetSpent
+from broker.messages.query_terms import FilterTimeSpent
 from broker.messages.read import _offset_for_time, _pick, _readable, _reading
 from broker.topics.read import PartitionInfo, get_topic_partitions
 
@@ -131,7 +131,7 @@ def scan(
     with its transaction's fate; read_committed, only those such a consumer is given.
 
     Stops at ``max_scan`` messages read, ``max_matches`` found, ``cancel`` set, the deadline (``deadline_s``
-    seconds from the start, checked before every record), or when ``predicate`` raises RegexBudgetSpent (that
+    seconds from the start, checked before every record), or when ``predicate`` raises FilterTimeSpent (that
     record is not counted); ``on_progress`` hears where it is every ``report_every`` records (and, with
     ``report_seconds``, at least that often while records come), and a last time with ``done`` set and why it
     stopped (``stopped``, ``why``).
@@ -176,8 +176,11 @@ def scan(
                         return
                     try:
                         hit = visible(message, isolation) and predicate(message)
-                    except RegexBudgetSpent as spent:
-                        stop("regex_budget", f"stopped: {spent}")
+                    except FilterTimeSpent as spent:
+                        if spent.reason == "deadline":
+                            stop("deadline", f"stopped after {deadline_s:g} s, the most a search may take")
+                        else:
+                            stop(spent.reason, f"stopped: {spent}")
                         return
                     progress.scanned += 1
                     progress.positions[r.partition] = message.offset + 1

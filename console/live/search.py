@@ -300,6 +300,7 @@ def run_search(
     """
     query = parse_query(spec.query)  # its regular expressions compiled once, their time summed over the scan
     query.limit_regex_time(_regex_budget())
+    query.stop_at(time.monotonic() + _max_seconds())  # the scan's own deadline, for a slow comparison inside a record
     ranges = plan_scan(
         conn,
         topic,

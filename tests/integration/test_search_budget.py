@@ -9,6 +9,7 @@ import http.client
 import http.cookiejar
 import json
 import re
+import select
 import tempfile
 import time
 import urllib.parse
@@ -88,6 +89,18 @@ def test_a_search_stops_at_its_time_limit_with_the_matches_found_so_far(
     assert body["matched"] == body["scanned"] == len(body["messages"])
     assert re.fullmatch(r"stopped after 3 s, the most a search may take, after \d+ records?", body["stop_reason"])
     assert str(body["scanned"]) in body["stop_reason"]
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_like_inside_one_record_stops_at_the_time_limit(client: Client, settings: Any) -> None:
+    settings.KAZAMI_SEARCH_MAX_SECONDS = 2.0
+    name = create_topic(unique("budget-like"), partitions=1)
+    # Each of these records would take tens of seconds: the time limit is checked inside the comparison too.
+    produce(name, [(None, b"a" * 100_000) for _ in range(3)], partition=0)
+    body = search(client, name, 'value like "%' + "a" * 1000 + 'b"').json()
+    assert body["stopped"] == "deadline"
+    assert body["scanned"] < 3
+    assert re.fullmatch(r"stopped after 2 s, the most a search may take, after \d records?", body["stop_reason"])
 
 
 def test_a_normal_search_still_reads_everything(client: Client, slow_topic: str, settings: Any) -> None:
@@ -234,6 +247,27 @@ def wait_for_status(
     raise AssertionError(f"wanted {wanted}, got {seen[-10:]}; the console's log ends:\n" + "\n".join(told[-40:]))
 
 
+def start_search(console: ServedConsole, session: str, path: str, probe: str) -> http.client.HTTPConnection:
+    """Send ``path`` (a long search) and return its connection, unread, once it runs: once ``probe``, a search of
+    the same user, is refused. A probe may get in first (the two race), and then ``path`` is the one refused
+    (it has an answer): then it is sent again."""
+    netloc = urllib.parse.urlsplit(console.url).netloc
+    deadline = time.monotonic() + 90
+    running: http.client.HTTPConnection | None = None
+    while time.monotonic() < deadline:
+        if running is None:
+            running = http.client.HTTPConnection(netloc, timeout=120)
+            running.request("GET", path, headers={"Cookie": f"sessionid={session}"})
+        if answer_of_search(console, session, probe)[0] == 429:
+            return running
+        assert running.sock is not None
+        if select.select([running.sock], [], [], 0)[0]:  # answered already: refused, as a probe held the search
+            running.close()
+            running = None
+        time.sleep(0.3)
+    raise AssertionError("the long search never ran")
+
+
 @pytest.mark.timeout(300)
 def test_an_api_search_stops_when_its_client_goes_away(served: ServedConsole) -> None:
     name = create_topic(unique("budget-gone"), partitions=1)
@@ -244,10 +278,8 @@ def test_an_api_search_stops_when_its_client_goes_away(served: ServedConsole) ->
     probe = base + urllib.parse.urlencode({"q": 'key == "none"'})
     wait_for_status(served, session, probe, 200, scanned=2000)  # the console sees every record
 
-    gone = http.client.HTTPConnection(urllib.parse.urlsplit(served.url).netloc, timeout=120)
-    gone.request("GET", base + urllib.parse.urlencode({"q": CATASTROPHIC}), headers={"Cookie": f"sessionid={session}"})
     # While it runs, the user's next search is refused: the one search a user may run at once is taken.
-    wait_for_status(served, session, probe, 429)
+    gone = start_search(served, session, base + urllib.parse.urlencode({"q": CATASTROPHIC}), probe)
     time.sleep(1)
     gone.close()  # the client goes away (as a client's time-out would), without reading an answer
     # The search stops at its next record and gives the user's search back: the next one is taken.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ import regex as regex_engine
 from django.test import override_settings
 
 from broker.messages.query import MAX_REGEXES, parse_query
-from broker.messages.query_terms import REGEX_SECONDS, MessageView, QueryError, RegexBudgetSpent
+from broker.messages.query_terms import REGEX_SECONDS, DeadlinePassed, MessageView, QueryError, RegexBudgetSpent
 from console.live.search import SearchesBusy, running_searches, search_slot, searcher, until_client_leaves
 
 # Backtracks for longer than anyone would wait on a text without "~" or "Q": each message gets REGEX_SECONDS.
@@ -228,3 +229,23 @@ def test_the_work_of_a_client_that_stays_gives_its_answer_and_its_errors() -> No
 
     with pytest.raises(SearchesBusy):
         asyncio.run(until_client_leaves(failing, "test"))
+
+
+# --- a slow comparison inside one record
+
+
+@pytest.mark.timeout(60)
+def test_a_like_over_a_long_value_stops_at_the_deadline() -> None:
+    # Without a deadline this one record takes tens of seconds: each "a" of the text retries the whole pattern.
+    query = parse_query('value like "%' + "a" * 1000 + 'b"')
+    query.stop_at(time.monotonic() + 0.2)
+    with pytest.raises(DeadlinePassed) as passed:
+        query.matches(message("a" * 100_000))
+    assert passed.value.reason == "deadline"
+
+
+def test_a_like_within_its_deadline_answers_as_before() -> None:
+    query = parse_query('value like "%a%b"')
+    query.stop_at(time.monotonic() + 600)
+    assert query.matches(message("x" * 50_000 + "ab"))
+    assert not query.matches(message("a" * 50_000))
