@@ -343,10 +343,9 @@ def run_search(
     result.regex_seconds = query.regex_seconds
     if result.progress.stopped in ("deadline", "regex_budget", "cancelled"):
         log.info(
-            "search of %s/%s (%r) %s; %.1f s, %.1f s in regular expressions",
+            "search of %s/%s %s; %.1f s, %.1f s in regular expressions",  # not the query: it may hold a secret
             cluster,
             topic,
-            spec.query[:200],
             result.progress.why,
             result.progress.elapsed,
             result.regex_seconds,
