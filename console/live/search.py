@@ -11,7 +11,6 @@ socket closes.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import threading
 import time
@@ -22,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, connections
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -211,29 +210,18 @@ def running_searches(who: str) -> int:
 
 
 async def until_client_leaves(work: Callable[[threading.Event], T], name: str = "search") -> T:
-    """``work(cancel)`` in a thread of its own (with the database connections of a Django thread), awaited. When
-    the awaiting task is cancelled (an HTTP client that goes away: Django cancels its view), ``cancel`` is set at
-    once, so the work stops at its next record instead of running to its end for nobody."""
+    """``work(cancel)`` run as Django runs a sync view (sync_to_async, thread-sensitive: the request's own
+    thread and database connection), awaited. When the awaiting task is cancelled (an HTTP client that goes
+    away: Django cancels its view), ``cancel`` is set at once, so the work stops at its next record instead of
+    running to its end for nobody; the view answers nobody and the work's thread ends on its own."""
     cancel = threading.Event()
-    done: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-    def run() -> None:
-        close_old_connections()
-        try:
-            done.set_result(work(cancel))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting view, which raises it
-            done.set_exception(exc)
-        finally:
-            connections.close_all()
-
-    threading.Thread(target=run, name="kazami-search", daemon=True).start()
-    waiting = asyncio.wrap_future(done)
+    running: asyncio.Future[T] = asyncio.ensure_future(sync_to_async(work, thread_sensitive=True)(cancel))
     try:
-        return await asyncio.shield(waiting)
+        return await asyncio.shield(running)
     except asyncio.CancelledError:
         cancel.set()
         log.info("%s: the client went away; its search stops", name)
-        waiting.add_done_callback(_ended_for_nobody(name))
+        running.add_done_callback(_ended_for_nobody(name))
         raise
 
 
