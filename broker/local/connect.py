@@ -26,7 +26,6 @@ import os
 import pwd
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -36,8 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.local.configs import logging_flag
-from broker.local.jvm import JVM_FLAGS, check_java, pid_alive, port_in_use, stop_pid
+from broker.local.jvm import check_java, pid_alive, port_in_use, spawn, stop_pid
 from broker.local.layout import ClusterLayout, LauncherError
 from broker.local.maven import copy_dependencies
 
@@ -292,42 +290,13 @@ def worker_user(layout: ClusterLayout) -> WorkerUser:
 
 
 def _spawn_worker(layout: ClusterLayout, props: Path, runs_as: WorkerUser) -> int:
-    """Start the worker's JVM in a session of its own, as ``runs_as``; its log folder is that user's."""
-    java = check_java()
-    log_dir = layout.root / "logs" / "connect"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    """Start the worker's JVM in a session of its own, as ``runs_as`` (its log folder that user's, its
+    properties readable by it)."""
     uid, gid = runs_as.uid, runs_as.gid
-    if uid is not None and gid is not None:
-        for path in [log_dir, *log_dir.rglob("*")]:
-            os.chown(path, uid, gid)
-        props.chmod(props.stat().st_mode | stat.S_IROTH)
-    cmd = [
-        java,
-        *CONNECT_HEAP.split(),
-        *JVM_FLAGS.split(),
-        f"-Dkafka.logs.dir={log_dir}",
-        logging_flag(layout),
-        "-cp",
-        layout.release.classpath,
-        MAIN_CLASS,
-        str(props),
-    ]
-    # Python switches user and group in the child before exec (no preexec_fn), with no extra groups.
-    switch: dict[str, Any] = {}
-    if uid is not None and gid is not None:
-        switch = {"user": uid, "group": gid, "extra_groups": []}
-    out = open(layout.root / "logs" / "connect.out", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        cmd,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=str(layout.root),
-        **switch,
-    )
-    out.close()
-    return proc.pid
+    if uid is None or gid is None:
+        return spawn(layout, "connect", MAIN_CLASS, props, CONNECT_HEAP)
+    props.chmod(props.stat().st_mode | stat.S_IROTH)
+    return spawn(layout, "connect", MAIN_CLASS, props, CONNECT_HEAP, run_as=(uid, gid))
 
 
 def _wait(ready: Callable[[], bool], timeout: float, state: WorkerState, layout: ClusterLayout) -> None:

@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from broker.local.configs import logging_flag
 from broker.local.layout import ClusterLayout, LauncherError
@@ -103,10 +104,26 @@ def broker_answers(port: int, timeout: float = 1.0) -> bool:
     return len(header) == 8 and struct.unpack(">ii", header)[1] == 1
 
 
-def spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap: str) -> int:
+def spawn(
+    layout: ClusterLayout,
+    name: str,
+    main_class: str,
+    props: Path,
+    heap: str,
+    run_as: tuple[int, int] | None = None,
+) -> int:
+    """Start a JVM of the cluster in a session of its own; its pid. With ``run_as`` (uid, gid), the process runs
+    as that user and group with no extra groups (switched by Python in the child before exec), and its log
+    folder is that user's."""
     java = check_java()
     log_dir = layout.root / "logs" / name
     log_dir.mkdir(parents=True, exist_ok=True)
+    switch: dict[str, Any] = {}
+    if run_as is not None:
+        uid, gid = run_as
+        for path in [log_dir, *log_dir.rglob("*")]:
+            os.chown(path, uid, gid)
+        switch = {"user": uid, "group": gid, "extra_groups": []}
     cmd = [
         java,
         *heap.split(),
@@ -126,6 +143,7 @@ def spawn(layout: ClusterLayout, name: str, main_class: str, props: Path, heap: 
         stdin=subprocess.DEVNULL,
         start_new_session=True,
         cwd=str(layout.root),
+        **switch,
     )
     out.close()
     return proc.pid
