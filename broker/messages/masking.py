@@ -491,16 +491,20 @@ def _found(pattern: Any, text: str) -> list[str] | None:
 def _raw_matches(raw: bytes, text: str | None, rules: Sequence[MaskRule]) -> Counter[tuple[str, str]] | None:
     """What each rule's pattern matches in the bytes (as UTF-8 text, else as Latin-1), counted; None when a
     pattern takes too long."""
-    body = text if text is not None else raw.decode("latin-1")
     found: Counter[tuple[str, str]] = Counter()
+    return found if _count_matches(text if text is not None else raw.decode("latin-1"), rules, found) else None
+
+
+def _count_matches(text: str, rules: Sequence[MaskRule], found: Counter[tuple[str, str]]) -> bool:
+    """Adds what each rule's pattern matches in ``text`` to ``found``; False when a pattern takes too long."""
     for rule in rules:
         if rule.pattern is None:
             continue
-        matches = _found(rule.pattern, body)
+        matches = _found(rule.pattern, text)
         if matches is None:
-            return None
+            return False
         found.update((rule.name, m) for m in matches)
-    return found
+    return True
 
 
 def _document_matches(document: Any, rules: Sequence[MaskRule]) -> Counter[tuple[str, str]] | None:
@@ -524,13 +528,8 @@ def _document_matches(document: Any, rules: Sequence[MaskRule]) -> Counter[tuple
             leaf = json.dumps(node)
         else:
             continue
-        for rule in rules:
-            if rule.pattern is None:
-                continue
-            matches = _found(rule.pattern, leaf)
-            if matches is None:
-                return None
-            found.update((rule.name, m) for m in matches)
+        if not _count_matches(leaf, rules, found):
+            return None
     return found
 
 
