@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
@@ -124,3 +126,16 @@ def small_segments(size: int) -> dict[str, str]:
     from tests.conftest import KRAFT
 
     return {"internal.segment.bytes" if KRAFT else "segment.bytes": str(size)}
+
+
+def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+    """``check()``'s first true answer, asked every 0.5 s; AssertionError naming ``what`` (and the last
+    answer) when ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, logged_in
 from tests.integration.connect_files import worker_folder
-from tests.integration.kafka_helpers import create_topic, unique
+from tests.integration.kafka_helpers import create_topic, unique, until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -75,17 +75,6 @@ def _connectors() -> list[str]:
 def _config_on_worker(name: str) -> dict[str, str]:
     """The connector's config as the worker has it (asked again while it rebalances after a change)."""
     return dict(until("the worker's config", lambda: _worker("GET", f"/connectors/{name}/config"), timeout=20))
-
-
-def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def create(client: Client, name: str, config: dict[str, Any]) -> Any:

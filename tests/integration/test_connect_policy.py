@@ -22,7 +22,7 @@ from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, TEST_VAR, logged_in
 from tests.integration.connect_files import worker_folder
-from tests.integration.kafka_helpers import create_topic, unique
+from tests.integration.kafka_helpers import create_topic, unique, until
 from tests.integration.test_connect import (
     API,
     FILE_SOURCE,
@@ -31,7 +31,6 @@ from tests.integration.test_connect import (
     append,
     create,
     record_count,
-    until,
     values,
 )
 

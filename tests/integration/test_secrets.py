@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from console.config import connect
 from console.config.clusters import get_connection
 from console.models import AuditEntry
 from tests.conftest import logged_in
-from tests.integration.kafka_helpers import create_topic, unique
+from tests.integration.kafka_helpers import create_topic, unique, until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
@@ -32,17 +31,6 @@ FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule"
 ZK_API = "/api/clusters/local/zookeeper/"
 ZK_PAGE = "/clusters/local/zookeeper/"
-
-
-def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def audit_text(**filters: Any) -> str:
