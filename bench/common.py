@@ -17,11 +17,14 @@ from console.devserver import running_console
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-BENCH_VAR = REPO / "var" / "bench"
+# KAZAMI_BENCH_SLOT=N moves this run's clusters and files N steps away from the default ones, so two
+# benchmarks can run side by side (each still measures against its reference in the same run).
+SLOT = int(os.environ.get("KAZAMI_BENCH_SLOT", "0"))
+BENCH_VAR = REPO / "var" / ("bench" if SLOT == 0 else f"bench-{SLOT}")
 
 # Ports of the benchmark cluster: apart from `make run` (2181, 9092+) and the tests (12181, 19092+).
-ZOOKEEPER_PORT = 13181
-BASE_PORT = 13092
+ZOOKEEPER_PORT = 13181 + 10 * SLOT
+BASE_PORT = 13092 + 10 * SLOT
 
 
 def percentile(samples: list[float], pct: float) -> float:
