@@ -12,6 +12,7 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -99,11 +100,11 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
     return stored
 
 
-def run_forever(stop: threading.Event) -> None:
-    """Sample at every interval while this process holds the lease."""
+def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
+    """Sample at every interval while this process holds the lease (and ask for it once an interval when not)."""
     while not stop.is_set():
         try:
-            if acquire_lease():
+            if acquire():
                 sample_once()
         except Exception:
             log.exception("lag sampler round failed")

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -217,25 +218,30 @@ def watch_round(names: list[str], polled: bool) -> list[Event]:
     return found
 
 
-def run_forever(stop: threading.Event) -> None:
+def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
+    """Look at the clusters every ``KAZAMI_REPLICATION_INTERVAL`` while this process holds the lease (and at
+    once when a ZooKeeper watch tells). Without the lease it asks again only after a whole interval: it
+    never waits less than that for a lease it did not get (an earlier version waited 0 s and spun)."""
     rounds = 0
     next_poll = 0.0
     while not stop.is_set():
         watches.wake.clear()  # a watch telling during the round ends the wait below at once
+        now = time.monotonic()
+        polled = now >= next_poll
+        if polled:
+            # Set before the round, whatever it meets (no lease, an error): the next poll is an interval away.
+            next_poll = now + settings.KAZAMI_REPLICATION_INTERVAL
         try:
-            if acquire_lease():
+            if not acquire():
+                watches.drop()
+            else:
                 names = list(get_configs())
-                now = time.monotonic()
-                polled = now >= next_poll
                 watch_round(names, polled)
                 if polled:
-                    next_poll = now + settings.KAZAMI_REPLICATION_INTERVAL
                     watches.ensure(names)
                     rounds += 1
                     if rounds % 100 == 0:
                         prune()
-            else:
-                watches.drop()
         except Exception:
             log.exception("replication watch round failed")
         due = watches.next_due(time.monotonic())

@@ -1,0 +1,47 @@
+"""The background threads do not spin: a console process that does not hold the lag sampler's lease asks
+for it once per interval, not again and again (an earlier replication watch waited 0 s without the lease
+and burnt a core asking the database)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from django.test import override_settings
+
+from console.background import lag_sampler, replication_watch
+
+INTERVAL_S = 0.25
+RUN_S = 1.3
+
+
+def _asks_while_refused(run_forever: Callable[..., None], setting: str) -> int:
+    """How often ``run_forever`` asked for the lease in RUN_S seconds while it was always refused."""
+    asked = []
+
+    def refuse() -> bool:
+        asked.append(time.monotonic())
+        return False
+
+    stop = threading.Event()
+    with override_settings(**{setting: INTERVAL_S}):
+        thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"acquire": refuse}, daemon=True)
+        thread.start()
+        time.sleep(RUN_S)
+        stop.set()
+        replication_watch.watches.wake.set()  # end the replication watch's wait at once
+        thread.join(timeout=5)
+    assert not thread.is_alive()
+    return len(asked)
+
+
+def test_it_asks_for_the_lease_once_per_interval_in_the_replication_watch() -> None:
+    asked = _asks_while_refused(replication_watch.run_forever, "KAZAMI_REPLICATION_INTERVAL")
+    # One ask at the start and one per whole interval after it; a spinning loop asks thousands of times.
+    assert 1 <= asked <= RUN_S / INTERVAL_S + 1, asked
+
+
+def test_it_asks_for_the_lease_once_per_interval_in_the_lag_sampler() -> None:
+    asked = _asks_while_refused(lag_sampler.run_forever, "KAZAMI_LAG_SAMPLE_INTERVAL")
+    assert 1 <= asked <= RUN_S / INTERVAL_S + 1, asked
