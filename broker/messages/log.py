@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -33,11 +33,17 @@ from kafka.record import MemoryRecords
 
 from broker.client.connection import ClusterConnection, send_request
 from broker.errors import ClusterUnavailable, KafkaRefused, TopicNotFound
+from broker.segments.findings import Finding
+from broker.segments.model import Record
+from broker.segments.records import ENTRY_PREFIX as _ENTRY_PREFIX
+from broker.segments.records import decode_v2_records, read_v2, v2_payload
 
 ISOLATIONS = ("read_uncommitted", "read_committed")
 K = TypeVar("K")
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 FETCH_BYTES = 1024 * 1024
+# A batch's records, uncompressed, are read up to this size (Kafka's own limit on a message is far below it).
+_MAX_RECORDS_BYTES = 256 * 1024 * 1024
 # A transaction open above the LSO is looked for this far ahead (its marker) before it is called open.
 LOOK_AHEAD_ENTRIES = 20_000
 _READ_UNCOMMITTED, _READ_COMMITTED = 0, 1
@@ -312,49 +318,120 @@ def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[i
     open_producers.discard(entry.producer_id)
 
 
+@dataclass(frozen=True)
+class Passed:
+    """The records of one batch, passed over unread: a reader's ``pass_over`` said none of them can be wanted
+    (a search's probe found none of its words in the batch). ``count`` records from ``first`` to ``last``."""
+
+    first: int
+    last: int
+    count: int
+
+
+# Asked of each batch of records: (first offset, last offset, records, the records' bytes uncompressed) ->
+# True to pass over the batch unread (Passed).
+PassOver = Callable[[int, int, int, bytes], bool]
+
+
 def _unpack(
-    topic: str, partition: int, batches: bytes, aborted_list: list[tuple[int, int]], isolation: int
-) -> Iterator[tuple[Message | None, int]]:
+    topic: str,
+    partition: int,
+    batches: bytes,
+    aborted_list: list[tuple[int, int]],
+    isolation: int,
+    pass_over: PassOver | None = None,
+) -> Iterator[tuple[Message | Passed | None, int]]:
     """(entry, offset after it) for each record and marker of a fetch answer; (None, next offset) after
     each batch of records (one emptied by compaction yields only that). Fates below the LSO come from the
-    answer's aborted list; above it (read_uncommitted), transactional records carry "?" until settled."""
-    records = MemoryRecords(batches)
+    answer's aborted list; above it (read_uncommitted), transactional records carry "?" until settled.
+
+    Batches of the current format (magic 2) are read by the project's own record reader (broker.segments),
+    older ones by kafka-python's. With ``pass_over``, a batch of records it accepts is yielded as one Passed."""
     aborted = deque(sorted(aborted_list, key=lambda t: t[1]))
     aborting: set[int] = set()
-    while True:
-        batch = records.next_batch()
-        if batch is None:
-            return
-        if not batch.validate_crc():
-            raise ClusterUnavailable(
-                f"A record batch of partition {partition} of {topic!r} at offset {batch.base_offset} "
-                "failed its CRC check."
-            )
-        if batch.magic < 2:
-            for record in batch:
+    view = memoryview(batches)
+    position, size = 0, len(batches)
+    findings: list[Finding] = []
+    while size - position >= _ENTRY_PREFIX.size:
+        _, length, _, magic = _ENTRY_PREFIX.unpack_from(view, position)
+        total = 12 + length
+        if position + total > size:
+            return  # a fetch answer may end with part of a batch: the next fetch starts at it
+        if magic < 2:
+            for record in MemoryRecords(bytes(view[position : position + total])).next_batch() or ():
                 yield _message(topic, partition, record, None, None, None, None), record.offset + 1
+            position += total
             continue
+        batch = read_v2(view, position, total, position, "fetch", findings)
+        position += total
+        if batch is None or not batch.crc_valid:
+            where = f"at offset {batch.base_offset} " if batch is not None else ""
+            raise ClusterUnavailable(
+                f"A record batch of partition {partition} of {topic!r} {where}failed its CRC check."
+            )
         producer = batch.producer_id if batch.producer_id >= 0 else None
         epoch = batch.producer_epoch if producer is not None else None
         if isolation == _READ_COMMITTED and producer is not None:
             while aborted and aborted[0][1] <= batch.last_offset:
                 aborting.add(aborted.popleft()[0])
-        if batch.is_control_batch:
-            for record in batch:
-                kind = "abort" if record.abort else "commit"
+        payload = v2_payload(batch, _MAX_RECORDS_BYTES, findings)
+        if payload is None:
+            raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
+        next_offset = batch.last_offset + 1
+        if batch.is_control:
+            for record in decode_v2_records(payload, batch, None, None, findings):
+                kind = "abort" if record.control_type == "ABORT" else "commit"
                 if kind == "abort":
                     aborting.discard(-1 if producer is None else producer)
-                yield _message(topic, partition, record, None, kind, producer, epoch), batch.next_offset
+                yield _entry(topic, partition, record, None, kind, producer, epoch), next_offset
             continue
         fate: str | None = None
         if batch.is_transactional and isolation == _READ_UNCOMMITTED:
             fate = "?"
         elif batch.is_transactional:
             fate = "aborted" if producer in aborting else "committed"
-        for record in batch:
-            yield _message(topic, partition, record, fate, None, producer, epoch), record.offset + 1
+        count = batch.count or 0
+        if pass_over is not None and fate != "?" and pass_over(batch.base_offset, batch.last_offset, count, payload):
+            yield Passed(batch.base_offset, batch.last_offset, count), next_offset
+            continue
+        records = decode_v2_records(payload, batch, None, None, findings)
+        if findings:
+            raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
+        for record in records:
+            yield _entry(topic, partition, record, fate, None, producer, epoch), record.offset + 1
         # A batch emptied by compaction keeps its offsets: reading goes on after its last one.
-        yield None, batch.next_offset
+        yield None, next_offset
+
+
+def _unreadable(topic: str, partition: int, offset: int) -> str:
+    return f"A record batch of partition {partition} of {topic!r} at offset {offset} could not be read"
+
+
+def _entry(
+    topic: str,
+    partition: int,
+    record: Record,
+    fate: str | None,
+    control: str | None,
+    producer: int | None,
+    epoch: int | None,
+) -> Message:
+    """A record read by the project's own reader, as a Message."""
+    timestamp = record.timestamp
+    return Message(
+        topic,
+        partition,
+        record.offset,
+        timestamp if timestamp >= 0 else None,
+        record.timestamp_type,
+        None if control else record.key,
+        None if control else record.value,
+        [] if control else record.headers,
+        fate,
+        control,
+        producer,
+        epoch,
+    )
 
 
 def _message(
@@ -366,6 +443,7 @@ def _message(
     producer: int | None,
     epoch: int | None,
 ) -> Message:
+    """A record read by kafka-python's reader (a legacy message, magic 0 or 1), as a Message."""
     timestamp = record.timestamp
     return Message(
         topic=topic,

@@ -232,25 +232,39 @@ def read_v2(
 
 def v2_records(batch: Batch, max_bytes: int, limit: int | None, findings: list[Finding]) -> list[Record]:
     """Decompress (when needed) and decode the records of a v2 batch."""
+    payload = v2_payload(batch, max_bytes, findings)
+    if payload is None:
+        return []
+    base_position = batch.position + V2_HEADER_SIZE if batch.codec == 0 else None
+    return decode_v2_records(payload, batch, base_position, limit, findings)
+
+
+def v2_payload(batch: Batch, max_bytes: int, findings: list[Finding]) -> bytes | None:
+    """The records section of a v2 batch, decompressed when it is; None (with a finding) when it cannot be.
+    A reader that looks for text in the records (a search's probe) looks here before decoding them."""
     raw = batch.raw
     if batch.codec == 0:
-        payload = raw[V2_HEADER_SIZE:]
-        base_position: int | None = batch.position + V2_HEADER_SIZE
-    else:
-        try:
-            payload = decompress(batch.codec, memoryview(raw)[V2_HEADER_SIZE:], max_bytes)
-        except CompressionError as e:
-            findings.append(
-                Finding(
-                    batch.file,
-                    batch.position + V2_HEADER_SIZE,
-                    "decompression_failed",
-                    f"records of the batch at byte {batch.position} (offset {batch.base_offset})"
-                    f" cannot be decompressed ({batch.codec_name}): {e}",
-                )
+        return raw[V2_HEADER_SIZE:]
+    try:
+        return decompress(batch.codec, memoryview(raw)[V2_HEADER_SIZE:], max_bytes)
+    except CompressionError as e:
+        findings.append(
+            Finding(
+                batch.file,
+                batch.position + V2_HEADER_SIZE,
+                "decompression_failed",
+                f"records of the batch at byte {batch.position} (offset {batch.base_offset})"
+                f" cannot be decompressed ({batch.codec_name}): {e}",
             )
-            return []
-        base_position = None
+        )
+        return None
+
+
+def decode_v2_records(
+    payload: bytes, batch: Batch, base_position: int | None, limit: int | None, findings: list[Finding]
+) -> list[Record]:
+    """The records of ``payload`` (:func:`v2_payload`), control records read; ``base_position``: where the
+    payload starts in its file (None when it was decompressed)."""
     records = _decode_v2(payload, batch, base_position, limit, findings)
     if batch.is_control:
         for record in records:
