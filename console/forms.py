@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django import forms
@@ -54,15 +55,23 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
 
 
 def parse_headers(text: str, fmt: str) -> list[tuple[str, bytes]]:
-    """``name=value`` lines as Kafka headers, in order and with repeated names kept; values as text
-    (UTF-8) or base64 (``fmt``). Raises forms.ValidationError."""
-    headers = []
-    for number, name, value in pair_lines(text, "header"):
+    """The produce page's ``name=value`` lines as Kafka headers, in order and with repeated names kept;
+    values as text (UTF-8) or base64 (``fmt``). Lines are read as the form's text: blank lines and # comments
+    skipped, names and values stripped (the API's list of pairs is kept as sent: encode_headers). Raises
+    forms.ValidationError."""
+    return encode_headers([(f"Line {number}", name, value) for number, name, value in pair_lines(text, "header")], fmt)
+
+
+def encode_headers(headers: list[tuple[str, str, str]], fmt: str) -> list[tuple[str, bytes]]:
+    """(where, name, value) as Kafka headers, names and values exactly as given, values as text (UTF-8) or
+    base64 (``fmt``); ``where`` names the item in an error. Raises forms.ValidationError."""
+    encoded = []
+    for where, name, value in headers:
         try:
-            headers.append((name, encode_input(value, fmt)))
+            encoded.append((name, encode_input(value, fmt)))
         except InputError as exc:
-            raise forms.ValidationError(f"Line {number} ({name}): {exc}.") from None
-    return headers
+            raise forms.ValidationError(f"{where} ({name}): {exc}.") from None
+    return encoded
 
 
 class TopicNameField(forms.CharField):
@@ -168,6 +177,12 @@ class ProduceForm(forms.Form):
         required=False, min_value=0, max_value=INT32_MAX, help_text="blank: Kafka's default partitioner"
     )
 
+    def __init__(self, *args: Any, header_pairs: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        """``header_pairs``: the API's headers as a list of (name, value), kept exactly as sent (no stripping,
+        no comments), in place of the ``headers`` lines."""
+        super().__init__(*args, **kwargs)
+        self.header_pairs = header_pairs
+
     def clean(self) -> dict[str, Any] | None:
         data = super().clean()
         if data is None or self.errors:
@@ -184,8 +199,13 @@ class ProduceForm(forms.Form):
             )
         except InputError as exc:
             self.add_error("value", str(exc))
+        fmt = data.get("header_format") or "text"
         try:
-            data["header_list"] = parse_headers(data.get("headers") or "", data.get("header_format") or "text")
+            if self.header_pairs is not None:
+                items = [(f"Item {n}", name, value) for n, (name, value) in enumerate(self.header_pairs, start=1)]
+                data["header_list"] = encode_headers(items, fmt)
+            else:
+                data["header_list"] = parse_headers(data.get("headers") or "", fmt)
         except forms.ValidationError as exc:
             self.add_error("headers", exc)
         return data
@@ -235,16 +255,24 @@ class FormInvalid(InvalidInput):
         super().__init__("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form_errors(form).items()))
 
 
-def body_form(form_class: type[F], request: HttpRequest, defaults: dict[str, str] | None = None, **kwargs: Any) -> F:
+def body_form(
+    form_class: type[F],
+    request: HttpRequest,
+    defaults: dict[str, str] | Callable[[dict[str, Any]], dict[str, str]] | None = None,
+    **kwargs: Any,
+) -> F:
     """For the JSON API: a bound, valid ``form_class`` from the request's body (JSON, or form-encoded) over
-    ``defaults``; raises FormInvalid, a 400 answer with every field's errors, or InvalidInput."""
-    data = {**(defaults or {}), **json_object(request, forms=True)}
+    ``defaults`` (or what ``defaults(body)`` gives for that body); raises FormInvalid, a 400 answer with every
+    field's errors, or InvalidInput. A JSON list or object of ``headers`` (the produce form's) reaches the form
+    as ``header_pairs``, exactly as sent, not as its text lines."""
+    body = json_object(request, forms=True)
+    data = {**((defaults(body) if callable(defaults) else defaults) or {}), **body}
+    if "headers" in form_class.base_fields and isinstance(data.get("headers"), list | dict):
+        kwargs["header_pairs"] = _header_pairs(data.pop("headers"))
     # Lists and numbers in JSON arrive as they are; forms want text.
     data = {
         k: (
-            _header_lines(v)
-            if k == "headers" and isinstance(v, list)
-            else "\n".join(f"{a}={b}" for a, b in v.items())
+            "\n".join(f"{a}={b}" for a, b in v.items())
             if isinstance(v, dict)
             else ",".join(str(x) for x in v)
             if isinstance(v, list)
@@ -258,22 +286,22 @@ def body_form(form_class: type[F], request: HttpRequest, defaults: dict[str, str
     return form
 
 
-def _header_lines(headers: list[Any]) -> str:
-    """Headers given as a JSON list, in order ([name, value] pairs or {"name": ..., "value": ...}), as the
-    form's ``name=value`` lines. Raises InvalidInput."""
-    lines = []
-    for number, item in enumerate(headers, start=1):
+def _header_pairs(headers: list[Any] | dict[str, Any]) -> list[tuple[str, str]]:
+    """Headers given in JSON, in order: a list of [name, value] pairs or {"name": ..., "value": ...} objects
+    (a name may repeat), or one object of names to values; kept exactly as sent (spaces, tabs, line breaks, a
+    leading #, empty values). Raises InvalidInput."""
+    items: list[Any] = list(headers.items()) if isinstance(headers, dict) else headers
+    pairs = []
+    for number, item in enumerate(items, start=1):
         pair = (item.get("name"), item.get("value")) if isinstance(item, dict) else item
         if not isinstance(pair, list | tuple) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
-            raise InvalidInput(f'headers: item {number} must be ["name", "value"] or {{"name": ..., "value": ...}}.')
-        name, value = pair
-        if "\n" in name or "\r" in name or "\n" in value or "\r" in value or "=" in name:
             raise InvalidInput(
-                f"headers: item {number} has a line break (or a name with '='): send its value with "
-                '"header_format": "base64".'
+                f'headers: item {number} must be ["name", "value"] or {{"name": ..., "value": ...}}, both text.'
             )
-        lines.append(f"{name}={value}")
-    return "\n".join(lines)
+        if pair[0] == "":
+            raise InvalidInput(f"headers: item {number} has an empty name.")
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
 def reset_spec(strategy: str, value: str | None) -> ResetSpec:

@@ -102,11 +102,23 @@ def visible(message: Message, isolation: str) -> bool:
     return message.control is None and message.transaction in (None, "committed")
 
 
-def hidden_reason(message: Message, isolation: str) -> str | None:
-    """Why a consumer with this isolation level is not given ``message``, in a sentence; None if it is."""
+def hidden_reason(message: Message, isolation: str, last_stable_offset: int | None = None) -> str | None:
+    """Why a consumer with this isolation level is not given ``message``, in a sentence; None if it is. With
+    the partition's ``last_stable_offset``, read_committed also hides every record at or above it (a consumer
+    stops there until the transaction holding it back ends), whatever its own transaction."""
+    where = f"Offset {message.offset} of partition {message.partition}"
+    if (
+        visible(message, isolation)
+        and isolation == "read_committed"
+        and last_stable_offset is not None
+        and message.offset >= last_stable_offset
+    ):
+        return (
+            f"{where} is at or above the last stable offset ({last_stable_offset}): a transaction still open "
+            "before it holds it back, and a read_committed consumer is not given it until that transaction ends."
+        )
     if visible(message, isolation):
         return None
-    where = f"Offset {message.offset} of partition {message.partition}"
     if message.control is not None:
         kind = message.control
         return f"{where} is a transaction's {kind} marker: no consumer is given it, and it has no key or value."

@@ -17,7 +17,7 @@ from kafka import KafkaAdminClient, TopicPartition
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
-from broker.messages.log import ISOLATIONS, Message, OffsetOutOfRange, PartitionLog, visible
+from broker.messages.log import ISOLATIONS, Message, OffsetOutOfRange, PartitionLog, hidden_reason, visible
 from broker.topics.read import PartitionInfo, get_topic_partitions
 
 MAX_PAGE = 500
@@ -298,6 +298,12 @@ class Located:
     info: PartitionInfo
     prev_offset: int | None
     next_offset: int | None
+    last_stable_offset: int | None = None  # the partition's when it was read: read_committed stops there
+
+    def hidden_reason(self, isolation: str) -> str | None:
+        """Why a consumer with ``isolation`` is not given this entry (a marker, an aborted or open record, or
+        anything at or above the last stable offset), in a sentence; None when it is."""
+        return hidden_reason(self.message, isolation, self.last_stable_offset)
 
 
 def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int) -> Located:
@@ -335,4 +341,5 @@ def get_message(conn: ClusterConnection, topic: str, partition: int, offset: int
         info=info,
         prev_offset=before[0].offset if before else None,
         next_offset=following.offset if following is not None else None,
+        last_stable_offset=log.last_stable_offset,
     )

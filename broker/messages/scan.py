@@ -245,12 +245,12 @@ def find_by_key(
     max_matches: int = 100,
     masked: Callable[[Message], Message] | None = None,
 ) -> KeySearch:
-    """The messages whose key is ``key``. ``partitioner``: ``auto`` reads the partitions the Java
-    (murmur2) and librdkafka (CRC32) default partitioners give the key, at most two; ``murmur2`` or
-    ``crc32`` that one's; ``all`` every partition. At most the newest ``max_scan`` messages of each are
-    read. Raises InvalidInput for an unknown partitioner, TopicNotFound, PartitionUnavailable (one
-    partitioner's partition cannot be read now: not searched, so not reported empty),
-    ClusterUnavailable. With several partitions, those without a leader are listed in ``unreadable``.
+    """The messages whose key is ``key``. ``partitioner``: ``auto`` reads the partitions the default
+    partitioners of broker.messages.partitioners give the key (Java's murmur2, librdkafka's CRC32, Sarama's
+    FNV-1a), at most three; ``murmur2``, ``crc32`` or ``fnv1a`` that one's; ``all`` every partition. At
+    most the newest ``max_scan`` messages of each are read. Raises InvalidInput for an unknown partitioner,
+    TopicNotFound, PartitionUnavailable (one partitioner's partition cannot be read now: not searched, so not
+    reported empty), ClusterUnavailable. With several partitions, those without a leader are listed in ``unreadable``.
 
     ``masked`` (broker.messages.masking.Masker.message): the messages as the user is shown them; a message matches
     when its masked key is ``key``, so a hidden key cannot be found by guessing it."""
@@ -317,9 +317,10 @@ def _key_reason(key: bytes, partitioner: str, placed: dict[str, int], count: int
 
     if partitioner != "auto":
         return f"Key {shown}: {says(partitioner)}; producers with this partitioner write the key nowhere else."
-    if placed["murmur2"] == placed["crc32"]:
+    if len(set(placed.values())) == 1:
         return (
-            f"Key {shown}: both default partitioners give partition {placed['murmur2']}: {says('murmur2')}, "
-            f"and {says('crc32')}."
+            f"Key {shown}: every default partitioner gives partition {next(iter(placed.values()))}: "
+            + "; ".join(says(name) for name in placed)
+            + "."
         )
-    return f"Key {shown}: {says('murmur2')}; {says('crc32')}."
+    return f"Key {shown}: " + "; ".join(says(name) for name in placed) + "."

@@ -83,15 +83,18 @@ def check_raw_download(m: Message, part: str) -> None:
         )
 
 
-def raw_download(m: Message, part: str, isolation: str = "read_uncommitted") -> HttpResponse:
+def raw_download(
+    m: Message, part: str, isolation: str = "read_uncommitted", last_stable_offset: int | None = None
+) -> HttpResponse:
     """The bytes of a message's ``part`` (``key`` or ``value``) as a file, exactly as Kafka holds them.
     Raises InvalidInput for another part, NotFound when that part is null (no bytes to give, which an
     empty file would hide: an empty key or value downloads as an empty file), when the offset is a
-    transaction marker, and when a consumer of ``isolation`` is not given the record."""
+    transaction marker, and when a consumer of ``isolation`` is not given the record (read_committed: an
+    aborted or open record, or any at or above the partition's ``last_stable_offset``)."""
     if part not in ("key", "value"):
         raise InvalidInput(f"download must be key or value, not {part[:20]!r}.")
     check_raw_download(m, part)
-    hidden = hidden_reason(m, isolation)
+    hidden = hidden_reason(m, isolation, last_stable_offset)
     if hidden is not None:
         raise NotFound(f"Nothing to download: {hidden}")
     raw = m.key if part == "key" else m.value

@@ -20,12 +20,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from broker.client.connection import ClusterConnection
 from broker.decode import DECODINGS, InputError, SchemaError, encode_input, parse_avro_schema
-from broker.errors import InvalidInput, KazamiError
+from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.messages import read as messages
 from broker.messages.masking import Masker
 from broker.messages.partitioners import CHOICES, PARTITIONERS
 from broker.messages.query import describe_syntax
-from broker.messages.scan import find_by_key
+from broker.messages.scan import KeySearch, find_by_key
 from broker.topics import read as topics
 from console.access import needs
 from console.changes import messages as message_changes
@@ -175,7 +175,7 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
     message = masker_for(request.user, cluster, topic).message(found.message)
     download = request.GET.get("download")
     if download is not None:
-        return raw_download(message, download, _isolation(request))
+        return raw_download(message, download, _isolation(request), found.last_stable_offset)
     decoding = _decoding(request, cluster, topic)
     return render(
         request,
@@ -415,8 +415,13 @@ def api_message(request: HttpRequest, cluster: str, topic: str, partition: int, 
     found = messages.get_message(get_connection(cluster), topic, partition, offset)
     shown = masker_for(request.user, cluster, topic).message(found.message)
     download = request.GET.get("download")
+    isolation = _isolation(request)
     if download is not None:
-        return raw_download(shown, download, _isolation(request))
+        return raw_download(shown, download, isolation, found.last_stable_offset)
+    hidden = found.hidden_reason(isolation)
+    if hidden is not None and isolation == "read_committed":
+        # Asked as a read_committed consumer would read it: what such a consumer is not given is not there.
+        raise NotFound(hidden)
     return {
         **message_json(shown, decoding_for(cluster, topic)),
         "prev_offset": found.prev_offset,
@@ -443,8 +448,28 @@ def api_find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
         "reason": found.reason,
         "scanned": found.scanned,
         "stopped": found.stopped,
+        "suggestion": _key_miss_suggestion(found, request),
         "messages": [message_json(m, decoding) for m in found.matches],
     }
+
+
+def _key_miss_suggestion(found: KeySearch, request: HttpRequest) -> str | None:
+    """What the page offers when a find-by-key on some partitions finds nothing (its "Search every partition"
+    link), in a sentence with the query to ask; None when something was found or every partition was read."""
+    if found.matches or found.partitioner == "all":
+        return None
+    where = " and ".join(str(p) for p in found.searched) or "none"
+    by = (
+        f"the {found.partitioner} partitioner puts"
+        if found.partitioner in PARTITIONERS
+        else f"the default partitioners ({', '.join(found.placements)}) put"
+    )
+    query = urlencode({**request.GET.dict(), "partitioner": "all"})
+    return (
+        f"No message with this key in partition {where}, where {by} it. A "
+        "producer that chose the partition itself, or used another partitioner, may have written it elsewhere: "
+        f"ask again with partitioner=all to read every partition: {request.path}?{query}"
+    )
 
 
 @require_GET
@@ -472,12 +497,20 @@ def api_search(request: HttpRequest, cluster: str, topic: str, cancel: threading
     }
 
 
+def _produce_defaults(body: dict[str, Any]) -> dict[str, str]:
+    """The formats a produce body leaves out: a key or value without its format is text (UTF-8); no key, or a
+    null one, is a null key; a null value without a format is a tombstone."""
+    return {
+        "key_format": "none" if body.get("key") is None else "text",
+        "value_format": "null" if "value" in body and body["value"] is None else "text",
+    }
+
+
 @require_POST
 @api_view
 @needs("message.produce")
 def api_produce(request: HttpRequest, cluster: str, topic: str) -> Any:
-    # A body without formats means text, and no key at all means a null key.
-    form = body_form(ProduceForm, request, defaults={"value_format": "text", "key_format": "none"})
+    form = body_form(ProduceForm, request, defaults=_produce_defaults)
     done = message_changes.produce(request, get_connection(cluster), cluster, topic, form)
     return JsonResponse(
         {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
