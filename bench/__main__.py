@@ -15,6 +15,7 @@ from bench import (
     bench_backfill,
     bench_failover,
     bench_groups,
+    bench_idle,
     bench_load,
     bench_messages,
     bench_overview,
@@ -36,10 +37,11 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "analytics": bench_analytics.run,
     "segments_dump": bench_segments.run,
     "failover": bench_failover.run,
+    "idle": bench_idle.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
-OWN_CLUSTER = {"cluster_up", "load", "failover"}
+OWN_CLUSTER = {"cluster_up", "load", "failover", "idle"}
 # Benchmarks that need no cluster at all (they write the files they read).
 NO_CLUSTER = {"segments_dump"}
 
@@ -117,7 +119,7 @@ def main(argv: list[str]) -> int:
             if name not in OWN_CLUSTER | NO_CLUSTER and not shared_up:
                 shared_cluster("up")
                 shared_up = True
-            elif name in ("load", "failover") and shared_up:
+            elif name in ("load", "failover", "idle") and shared_up:
                 shared_cluster("down")
                 shared_up = False
             print(f"== {name}", flush=True)
