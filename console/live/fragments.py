@@ -214,11 +214,16 @@ def render_group(cluster: str, params: Mapping[str, str]) -> str:
 
 def message_rows(shown: list[ShownMessage], target: str, how: str, show_partition: bool = True) -> str:
     """Message rows pushed over a websocket: the ``<tbody id=target>`` they go into, swapped ``how`` (htmx's
-    out-of-band swap: innerHTML, beforeend, afterbegin)."""
-    rows = "".join(
-        render_to_string("messages/_message_row.html", {"s": s, "show_partition": show_partition}) for s in shown
-    )
+    out-of-band swap: innerHTML, beforeend, afterbegin). A transaction marker is drawn as the pages draw it."""
+    rows = "".join(message_row(s, show_partition) for s in shown)
     return f'<tbody id="{target}" hx-swap-oob="{how}">{rows}</tbody>'
+
+
+def message_row(shown: ShownMessage, show_partition: bool = True, oob: bool = False) -> str:
+    """One row of a list of messages, or of a transaction marker, as the pages draw it; with ``oob``, swapped in
+    place of the row of the same message already shown (htmx's out-of-band swap by its ``id``)."""
+    template = "messages/_marker_row.html" if shown.message.control else "messages/_message_row.html"
+    return render_to_string(template, {"s": shown, "show_partition": show_partition, "oob": oob})
 
 
 def jobs_context(cluster: str) -> dict[str, Any]:

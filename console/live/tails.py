@@ -24,7 +24,7 @@ from broker.messages.log import Message
 from broker.messages.masking import Masker
 from broker.messages.tail import Tail
 from broker.topics import read as topics
-from console.live.fragments import message_rows
+from console.live.fragments import message_row, message_rows
 from console.present.messages import Decoding, decoding_for, show
 
 log = logging.getLogger(__name__)
@@ -114,10 +114,12 @@ def leave(key: TailKey, shared: SharedTail, watcher: Watcher) -> None:
             del _tails[key]
 
 
-def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding, masker: Masker) -> str:
-    return message_rows(
-        [show(cluster, masker.message(m), decoding) for m in reversed(batch)], "tail-rows", "afterbegin"
-    )
+def _tail_rows(cluster: str, batch: list[Message], settled: list[Message], decoding: Decoding, masker: Masker) -> str:
+    """New rows, newest first, on top of the tail's table (records labelled with their transaction's fate as the
+    pages label them, and read_uncommitted the commit and abort markers), then the rows of records shown as open
+    whose transaction has ended since, drawn again in place (their ``msg-<partition>-<offset>`` row swapped)."""
+    new = message_rows([show(cluster, masker.message(m), decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
+    return new + "".join(message_row(show(cluster, masker.message(m), decoding), oob=True) for m in settled)
 
 
 async def _watch(shared: SharedTail) -> None:
@@ -170,12 +172,13 @@ async def _push_forever(key: TailKey, shared: SharedTail) -> None:
         if not any(not w.paused for w in shared.watchers):
             tail.discard()  # nobody shows them
             continue
+        settled = tail.settled()
         batch, dropped = tail.drain(ROWS_PER_PUSH)
         skipped = dropped + tail.discard() if len(batch) == ROWS_PER_PUSH else dropped
-        if not batch and not skipped:
+        if not batch and not skipped and not settled:
             continue
         rows = await sync_to_async(_tail_rows, thread_sensitive=False)(
-            shared.cluster, batch, shared.decoding, shared.masker
+            shared.cluster, batch, settled, shared.decoding, shared.masker
         )
         if shared.trouble and batch:
             # Messages came in, so the trouble last seen (up to CHECK_EVERY ago) may be over: a partition
