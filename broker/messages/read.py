@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import kafka.errors
@@ -18,7 +18,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
 from broker.messages.log import ISOLATIONS, Message, OffsetOutOfRange, PartitionLog, hidden_reason, visible
-from broker.topics.read import PartitionInfo, get_topic_partitions
+from broker.topics.read import PartitionInfo, get_topic_leaders, get_topic_partitions
 
 MAX_PAGE = 500
 DEFAULT_PAGE = 50
@@ -88,11 +88,17 @@ def _record(record: Any) -> Message:
     )
 
 
-def _readable(info: PartitionInfo, topic: str) -> tuple[int, int]:
-    if not info.available:
+def _led(info: PartitionInfo, topic: str) -> int:
+    """The partition's leader; raises PartitionUnavailable when it has none."""
+    if info.leader is None:
         raise PartitionUnavailable(
             f"Partition {info.partition} of {topic!r} has no leader right now; it cannot be read until one is elected."
         )
+    return info.leader
+
+
+def _readable(info: PartitionInfo, topic: str) -> tuple[int, int]:
+    _led(info, topic)
     if info.start_offset is None or info.end_offset is None:
         why = f": {info.error}" if info.error else ""
         raise PartitionUnavailable(f"The offsets of partition {info.partition} of {topic!r} could not be read{why}.")
@@ -207,6 +213,10 @@ def get_page(
     Raises TopicNotFound, PartitionNotFound, PartitionUnavailable, ClusterUnavailable, InvalidInput.
     """
     isolation = check_isolation(isolation)
+    if timestamp_ms is None and not from_end and offset is not None:
+        page = _page_inside(conn, topic, partition, offset, limit, isolation)
+        if page is not None:
+            return page
     infos = get_topic_partitions(conn, topic, only=partition)
     info = _pick(infos, topic, partition)
     start, end = _readable(info, topic)
@@ -258,13 +268,7 @@ def get_page(
             raise ClusterUnavailable(
                 f"Partition {partition} of {topic!r} changed while it was read (records were deleted); try again."
             ) from None
-    if not window.complete:
-        notes.append(f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short.")
-    elif window.following is not None and len(window.rows) < limit:
-        notes.append(
-            f"These {len(window.rows)} messages hold more than {PAGE_BYTES // (1024 * 1024)} MB, so the page "
-            "ends here; the next page goes on."
-        )
+    notes += _window_notes(conn, window, limit)
     return Page(
         topic=topic,
         partition=partition,
@@ -281,6 +285,121 @@ def get_page(
         next_offset=window.following,
         prev_offset=window.before[0].offset if window.before else None,
     )
+
+
+def _window_notes(conn: ClusterConnection, window: _Window, limit: int) -> list[str]:
+    if not window.complete:
+        return [f"Reading stopped after {conn.config.timeout * 2:.0f} s; the page may be short."]
+    if window.following is not None and len(window.rows) < limit:
+        return [
+            f"These {len(window.rows)} messages hold more than {PAGE_BYTES // (1024 * 1024)} MB, so the page "
+            "ends here; the next page goes on."
+        ]
+    return []
+
+
+# Where a read that learns the partition's end from its first fetch answer is told to stop: never reached.
+_UNBOUNDED = 2**63 - 1
+
+
+def _page_inside(
+    conn: ClusterConnection, topic: str, partition: int, offset: int, limit: int, isolation: str
+) -> Page | None:
+    """The page from ``offset`` when it lies inside the partition (below its end, or, read_committed, its
+    last stable offset), read with one metadata request and the fetches of the read itself: their first
+    answer says where the partition starts and ends and its LSO, so the two ListOffsets requests (each with
+    a metadata request of its own) get_page otherwise asks first are not needed. None when ``offset`` lies
+    outside (get_page then clamps it and says so, as before), and when the answer does not say (a fetch
+    answer without the log start offset, or a leader that did not answer lately): get_page reads as before.
+    Raises as get_page does."""
+    infos = get_topic_leaders(conn, topic)
+    info = _pick(infos, topic, partition)
+    leader = _led(info, topic)
+    if offset < 0 or conn.is_silent(leader):
+        return None
+    log = PartitionLog(conn, topic, partition, leader)
+    deadline = time.monotonic() + conn.config.timeout * 2
+    with _reading(conn, topic, f"partition {partition}"):
+        try:
+            read = _read_inside(log, offset, limit, isolation, deadline)
+        except OffsetOutOfRange:
+            if log.high_watermark is None:
+                return None  # the first fetch was outside the partition
+            raise ClusterUnavailable(
+                f"Partition {partition} of {topic!r} changed while it was read (records were deleted); try again."
+            ) from None
+    if read is None:
+        return None
+    window, (start, end, stable) = read
+    infos = [replace(p, start_offset=start, end_offset=end) if p.partition == partition else p for p in infos]
+    return Page(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        limit=limit,
+        start_offset=start,
+        end_offset=end,
+        messages=window.rows,
+        notes=_window_notes(conn, window, limit),
+        complete=window.complete,
+        partitions=infos,
+        isolation=isolation,
+        last_stable_offset=min(stable, end),
+        next_offset=window.following,
+        prev_offset=window.before[0].offset if window.before else None,
+    )
+
+
+def _read_inside(
+    log: PartitionLog, offset: int, limit: int, isolation: str, deadline: float
+) -> tuple[_Window, tuple[int, int, int]] | None:
+    """:func:`_read_window` for a read that does not know the partition's offsets yet: from ``limit``
+    offsets before ``offset`` on, bounded by the high watermark (read_committed: the LSO) of the first
+    answer; with the log start offset, high watermark and LSO that answer gave. None when ``offset`` is not
+    inside [log start, that bound), when the answer does not say the log start offset, and when nothing is
+    there to read (get_page decides what to show then)."""
+    result = _Window()
+    low = max(0, offset - limit)
+    bounds: tuple[int, int, int] | None = None
+    start = stop = 0
+    held = 0
+    for message in log.entries(low, _UNBOUNDED, deadline):
+        if bounds is None:
+            bounds = _first_bounds(log)
+            if bounds is None:
+                return None
+            start, high, stable = bounds
+            stop = max(start, min(high, stable)) if isolation == "read_committed" else high
+            if not start <= offset < stop:
+                return None
+        if message.offset >= stop:
+            break
+        if _listed(message, isolation):
+            if message.offset < offset:
+                result.before.append(message)
+            elif len(result.rows) < limit and held < PAGE_BYTES:
+                result.rows.append(message)
+                held += message.size
+            else:
+                result.following = message.offset
+                break
+        if message.offset + 1 >= stop:
+            break  # the last offset below the bound: nothing to fetch after it
+    if bounds is None:
+        return None
+    result.complete = not log.timed_out
+    if len(result.before) < limit and low > start and result.complete:
+        result.before, result.complete = _before(log, offset, start, limit, isolation, deadline, 4 * limit)
+    result.before = result.before[-limit:]
+    return result, bounds
+
+
+def _first_bounds(log: PartitionLog) -> tuple[int, int, int] | None:
+    """(log start offset, high watermark, LSO) of the read's first answer; None when it did not say."""
+    start, high, stable = log.log_start_offset, log.high_watermark, log.last_stable_offset
+    if start is None or start < 0 or high is None or stable is None:
+        return None
+    return start, high, stable
 
 
 def _pick(infos: list[PartitionInfo], topic: str, partition: int) -> PartitionInfo:

@@ -548,6 +548,17 @@ def get_partition(conn: ClusterConnection, topic: str, partition: int) -> Partit
     raise PartitionNotFound(f"Topic {topic!r} has no partition {partition} (it has 0 to {len(detail) - 1}).")
 
 
+def get_topic_leaders(conn: ClusterConnection, topic: str) -> list[PartitionInfo]:
+    """The partitions of ``topic`` with leaders and replicas and no offsets, in one metadata request: for a
+    read whose own fetch answers say where the partition starts and ends. Raises TopicNotFound,
+    ClusterUnavailable."""
+
+    def fetch(admin: KafkaAdminClient) -> list[PartitionInfo]:
+        return _build_partitions(_describe_topic(admin, conn, topic), {}, {}, {}, conn)
+
+    return conn.reads.get(("leaders", topic), lambda: conn.call(fetch, "topic metadata", retry=True))
+
+
 def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None = None) -> list[PartitionInfo]:
     """The partitions of ``topic`` with leaders and offsets (no sizes, no configs): the cheap read that
     message browsing needs. With ``only``, offsets are read for that partition alone (the others carry
