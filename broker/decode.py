@@ -49,6 +49,7 @@ __all__ = [
     "Decoded",
     "InputError",
     "SchemaError",
+    "auto_data",
     "decode",
     "encode_input",
     "hex_dump",
@@ -590,24 +591,45 @@ def _json_error(exc: ValueError | RecursionError) -> str:
     return f"not valid JSON: {exc}"
 
 
-def _auto(raw: bytes, schema: AvroSchema | None, limit: int) -> Decoded:
+def auto_data(raw: bytes | None) -> tuple[str, object]:
+    """What "auto" makes of ``raw``, without the text to show: (kind, data). Kind "json" with the value, "text"
+    with the str, "binary" with the bytes, "null" (None) and "empty" (b"") with None. A filter reads messages
+    through this: a search builds no display text for the records it only tests."""
+    if raw is None:
+        return "null", None
+    if not raw:
+        return "empty", None
+    return _auto_read(bytes(raw))
+
+
+def _auto_read(raw: bytes) -> tuple[str, object]:
+    """The rule of "auto" without a schema: JSON (a leading byte-order mark allowed), else UTF-8 text without
+    control characters (tab, LF and CR allowed), else binary."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text = None
-    if text is not None:
-        # A byte-order mark before JSON is allowed (some Windows tools write one); JSON scalars are JSON.
-        body = text[1:] if text.startswith("\ufeff") else text
-        if _JSON_START.match(body):
-            try:
-                value = json.loads(body, parse_constant=_reject_constant)
-            except (ValueError, RecursionError, InputError):
-                pass  # not JSON after all: maybe text
-            else:
-                if not (isinstance(value, float) and not math.isfinite(value)):  # 1e999 is no JSON number
-                    return _as_json(raw, value, limit)
-        if _CONTROL.search(text) is None:
-            return _as_text(raw, text, limit)
+        return "binary", raw
+    # A byte-order mark before JSON is allowed (some Windows tools write one); JSON scalars are JSON.
+    body = text[1:] if text.startswith("\ufeff") else text
+    if _JSON_START.match(body):
+        try:
+            value = _STRICT_JSON.decode(body)
+        except (ValueError, RecursionError, InputError):
+            pass  # not JSON after all: maybe text
+        else:
+            if not (isinstance(value, float) and not math.isfinite(value)):  # 1e999 is no JSON number
+                return "json", value
+    if _CONTROL.search(text) is None:
+        return "text", text
+    return "binary", raw
+
+
+def _auto(raw: bytes, schema: AvroSchema | None, limit: int) -> Decoded:
+    kind, data = _auto_read(raw)
+    if kind == "json":
+        return _as_json(raw, data, limit)
+    if kind == "text":
+        return _as_text(raw, str(data), limit)
     if schema is not None and len(raw) >= CONFLUENT_HEADER and raw[0] == CONFLUENT_MAGIC:
         try:
             return _as_avro(raw, _decode_avro(raw, schema, framed_only=True), limit)
@@ -698,6 +720,10 @@ _BASE64_SPACE = re.compile(r"\s+")
 
 def _reject_constant(name: str) -> object:
     raise InputError(f"{name} is not valid JSON")
+
+
+# One decoder for every "auto" read (json.loads with an option builds a new one per call: a search reads millions).
+_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _input_json(text: str) -> bytes:

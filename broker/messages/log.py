@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import kafka.errors
 from kafka import KafkaAdminClient
@@ -253,7 +253,20 @@ class PartitionLog:
     def entries(self, offset: int, stop: int, deadline: float) -> Generator[Message, None, None]:
         """Every record and marker at ``offset`` or after and below ``stop``, in offset order, each
         with its transaction's fate. Ends early (quietly) at ``deadline``; the caller checks the clock."""
+        return cast(Generator[Message, None, None], self.walk(offset, stop, deadline))
+
+    def walk(
+        self, offset: int, stop: int, deadline: float, pass_over: PassOver | None = None
+    ) -> Generator[Message | Passed, None, None]:
+        """:meth:`entries`, where ``pass_over`` may pass over whole batches of records below the LSO that lie
+        within ``offset`` and ``stop`` (each a Passed, in its place in offset order)."""
         self.timed_out = False
+        skip = None
+        if pass_over is not None:
+
+            def skip(first: int, last: int, count: int, payload: bytes) -> bool:
+                return first >= offset and last < stop and pass_over(first, last, count, payload)
+
         position = offset
         waiting: deque[Message] = deque()  # read above the LSO, in order, from the first one not settled
         open_producers: set[int] = set()  # producers with a record in ``waiting`` not settled yet
@@ -264,8 +277,13 @@ class PartitionLog:
             if isolation == _READ_COMMITTED and not fetched.batches and position >= fetched.last_stable_offset:
                 continue  # the LSO is behind us: ask again, read_uncommitted, for what lies above it
             moved = False
-            for entry, next_position in self._unpack(fetched, isolation):
+            for entry, next_position in self._unpack(
+                fetched, isolation, skip if isolation == _READ_COMMITTED else None
+            ):
                 position, moved = next_position, True
+                if isinstance(entry, Passed):
+                    yield entry
+                    continue
                 if entry is None or entry.offset < offset:
                     continue
                 if entry.offset >= stop:
@@ -305,7 +323,7 @@ class PartitionLog:
             moved = False
             for entry, next_position in self._unpack(fetched, _READ_UNCOMMITTED):
                 position, moved = next_position, True
-                if entry is None or entry.offset < waiting[-1].offset + 1:
+                if not isinstance(entry, Message) or entry.offset < waiting[-1].offset + 1:
                     continue
                 looked += 1
                 _apply_marker(entry, waiting, open_producers)
@@ -314,8 +332,10 @@ class PartitionLog:
         for held in waiting:
             yield replace(held, transaction="open") if held.transaction == "?" else held
 
-    def _unpack(self, fetched: _Fetched, isolation: int) -> Iterator[tuple[Message | None, int]]:
-        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation)
+    def _unpack(
+        self, fetched: _Fetched, isolation: int, pass_over: PassOver | None = None
+    ) -> Iterator[tuple[Message | Passed | None, int]]:
+        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over)
 
 
 def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
@@ -551,10 +571,11 @@ def records_given(
                 if data.error_code or where not in lowest:
                     continue
                 aborted = [(t.producer_id, t.first_offset) for t in (data.aborted_transactions or [])]
-                given, end = [], lowest[where]
+                given: list[Message] = []
+                end = lowest[where]
                 for entry, following in _unpack(*where, bytes(data.records or b""), aborted, _READ_COMMITTED):
                     end = max(end, following)
-                    if entry is not None and visible(entry, "read_committed"):
+                    if isinstance(entry, Message) and visible(entry, "read_committed"):
                         given.append(entry)
                 read[where], reached[where] = given, end
     for key, (topic, partition, start, stop) in ranges.items():

@@ -34,9 +34,9 @@ from string import hexdigits
 from broker.messages.query_terms import (
     ROOTS,
     FilterTimeSpent,
-    MessageView,
     QueryError,
     RegexClock,
+    Viewed,
     _And,
     _build_in,
     _build_test,
@@ -308,7 +308,7 @@ class _Parser:
         if op == "!=":
             op, negate = "==", True
         on_text = path.root in ("key", "value") and not path.steps and op in _STRING_OPERATORS
-        return _Compare(path, _build_test(path, op, literal, self.clock), negate, on_text)
+        return _Compare(path, _build_test(path, op, literal, self.clock), negate, on_text, op, (literal,))
 
     def _list(self, shown: str) -> list[_Literal]:
         opening = self._peek()
@@ -459,7 +459,12 @@ class Query:
         :meth:`matches` raises DeadlinePassed."""
         self._clock.deadline = deadline
 
-    def matches(self, message: MessageView) -> bool:
+    @property
+    def tree(self) -> _Node | None:
+        """The parsed filter (None when it is empty): what a search's probe reads (broker.messages.filtering)."""
+        return self._root
+
+    def matches(self, message: Viewed) -> bool:
         """Return True when the message passes the filter.
 
         Never raises, but FilterTimeSpent once the regular expressions' time (:meth:`limit_regex_time`) is

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import regex as regex_engine
 
@@ -57,6 +57,34 @@ class MessageView:
     transaction: str | None = None
 
 
+class Viewed(Protocol):
+    """What a filter reads of a message: a MessageView, or a view that decodes only the parts a filter asks
+    for (broker.messages.filtering.LazyView)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int | None: ...
+    @property
+    def key(self) -> object: ...
+    @property
+    def value(self) -> object: ...
+    @property
+    def headers(self) -> Mapping[str, object]: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def key_text(self) -> str | None: ...
+    @property
+    def value_text(self) -> str | None: ...
+    @property
+    def transaction(self) -> str | None: ...
+
+
 class _Missing(enum.Enum):
     """The result of a path that does not exist in a message."""
 
@@ -92,7 +120,7 @@ class _Literal:
 
 
 class _Node:
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         raise NotImplementedError
 
 
@@ -100,7 +128,7 @@ class _Node:
 class _Or(_Node):
     children: tuple[_Node, ...]
 
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         return any(child.evaluate(message) for child in self.children)
 
 
@@ -108,7 +136,7 @@ class _Or(_Node):
 class _And(_Node):
     children: tuple[_Node, ...]
 
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         return all(child.evaluate(message) for child in self.children)
 
 
@@ -116,7 +144,7 @@ class _And(_Node):
 class _Not(_Node):
     child: _Node
 
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         return not self.child.evaluate(message)
 
 
@@ -124,7 +152,7 @@ class _Not(_Node):
 class _Exists(_Node):
     path: _Path
 
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         return _resolve(self.path, message) is not MISSING
 
 
@@ -136,8 +164,12 @@ class _Compare(_Node):
     # A string operator on a whole key or value: a JSON object or array is also looked at as the text it
     # was written as (``value contains "checkout"`` finds the word in any field).
     on_text: bool = False
+    # The operator ("==", "contains", "in", ...; "!=" is "==" negated) and the literals compared with: what a
+    # search's probe (broker.messages.filtering) learns from the comparison.
+    op: str = ""
+    literals: tuple[_Literal, ...] = ()
 
-    def evaluate(self, message: MessageView) -> bool:
+    def evaluate(self, message: Viewed) -> bool:
         value = _resolve(self.path, message)
         hit = self.test(value)
         if not hit and self.on_text and isinstance(value, Mapping | list | tuple):
@@ -163,7 +195,7 @@ def _build_in(path: _Path, items: list[_Literal], negate: bool) -> _Compare:
     def test(value: object) -> bool:
         return any(_equals(value, item) for item in items)
 
-    return _Compare(path, test, negate)
+    return _Compare(path, test, negate, op="in", literals=tuple(items))
 
 
 def _build_test(path: _Path, op: str, literal: _Literal, clock: RegexClock) -> Callable[[object], bool]:
@@ -453,7 +485,7 @@ def _contains(value: object, literal: _Literal) -> bool:
     return text is not None and literal.text in text
 
 
-def _resolve(path: _Path, message: MessageView) -> object:
+def _resolve(path: _Path, message: Viewed) -> object:
     """The value a path points at in a message, or MISSING."""
     if path.root == "headers":
         headers = message.headers

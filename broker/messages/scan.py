@@ -12,7 +12,8 @@ from kafka import KafkaAdminClient, TopicPartition
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, PartitionNotFound
-from broker.messages.log import Message, OffsetOutOfRange, PartitionLog, visible
+from broker.messages.filtering import Probe
+from broker.messages.log import Message, OffsetOutOfRange, PartitionLog, Passed, visible
 from broker.messages.partitioners import CHOICES, PARTITIONERS, placements
 from broker.messages.query_terms import FilterTimeSpent
 from broker.messages.read import _offset_for_time, _pick, _readable, _reading
@@ -126,6 +127,7 @@ def scan(
     deadline_s: float = 300.0,
     isolation: str = "read_uncommitted",
     report_seconds: float | None = None,
+    probe: Probe | None = None,
 ) -> Iterator[Message]:
     """Yield the records of ``ranges`` that satisfy ``predicate``, partition by partition, each labelled
     with its transaction's fate; read_committed, only those such a consumer is given.
@@ -135,6 +137,10 @@ def scan(
     record is not counted); ``on_progress`` hears where it is every ``report_every`` records (and, with
     ``report_seconds``, at least that often while records come), and a last time with ``done`` set and why it
     stopped (``stopped``, ``why``).
+
+    With ``probe`` (broker.messages.filtering.probe_for: texts one of which every match holds), batches of
+    records holding none are passed over undecoded, and records holding none are not given to ``predicate``;
+    they are counted as read all the same.
     """
     progress = ScanProgress(
         total=sum(r.stop - r.start for r in ranges if r.readable),
@@ -145,17 +151,23 @@ def scan(
     started = time.monotonic()
     deadline = started + deadline_s
     reported = started
+    reported_at = 0  # records read at the last report
 
     def report(force: bool = False) -> None:
-        nonlocal reported
+        nonlocal reported, reported_at
         if on_progress is None:
             return
         now = time.monotonic()
-        due = progress.scanned % report_every == 0 or (report_seconds is not None and now - reported >= report_seconds)
+        due = progress.scanned // report_every != reported_at // report_every or (
+            report_seconds is not None and now - reported >= report_seconds
+        )
         if force or due:
-            reported = now
+            reported, reported_at = now, progress.scanned
             progress.elapsed = now - started
             on_progress(progress)
+
+    def budget() -> int:
+        return max_scan - progress.scanned
 
     def stop(reason: str, why: str) -> None:
         progress.stopped = reason
@@ -165,7 +177,19 @@ def scan(
         with _reading(conn, topic, "partitions"):
             for r in ranges:
                 log = PartitionLog(conn, topic, r.partition, r.leader)
-                for message in log.entries(r.start, r.stop, deadline):
+                passing = probe.pass_over(budget) if probe is not None else None
+                for message in log.walk(r.start, r.stop, deadline, passing):
+                    if isinstance(message, Passed):
+                        progress.scanned += message.count
+                        progress.positions[r.partition] = message.last + 1
+                        if cancel is not None and cancel.is_set():
+                            stop("cancelled", "stopped on request")
+                            return
+                        if progress.scanned >= max_scan:
+                            stop("limit", "stopped at the most records asked for (max_scan)")
+                            return
+                        report()
+                        continue
                     if message.control is not None:
                         continue  # a marker is no message: it is counted in no total but the range's
                     if cancel is not None and cancel.is_set():
@@ -175,7 +199,11 @@ def scan(
                         stop("deadline", f"stopped after {deadline_s:g} s, the most a search may take")
                         return
                     try:
-                        hit = visible(message, isolation) and predicate(message)
+                        hit = (
+                            visible(message, isolation)
+                            and (probe is None or probe.may_match(message))
+                            and predicate(message)
+                        )
                     except FilterTimeSpent as spent:
                         if spent.reason == "deadline":
                             stop("deadline", f"stopped after {deadline_s:g} s, the most a search may take")
