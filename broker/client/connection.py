@@ -121,11 +121,10 @@ def keep_out_of_logs(*secrets: str) -> None:
             SECRETS_REDACTED.add(secret)
 
 
-# Consumers by purpose: pages of messages (up to 1 MB a partition per fetch), and the lag-in-time
-# lookup, which wants one message at each of many offsets (a small fetch each).
+# Consumers by purpose: pages of messages (up to 1 MB a partition per fetch). (The lag-in-time lookup
+# reads with fetch requests of its own: broker/messages/stamps.py.)
 CONSUMER_OPTIONS: dict[str, dict[str, int]] = {
     "reader": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1024 * 1024},
-    "lag-time": {"fetch_max_wait_ms": 50, "max_partition_fetch_bytes": 16 * 1024},
 }
 
 
@@ -146,8 +145,7 @@ class ClusterConnection:
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"kafka-{config.name}")
         # Brokers seen alive before, by id: a broker that stops is still listed (as down).
         self.known_brokers: dict[int, tuple[str, int, str | None]] = {}
-        # Idle consumers by purpose (a consumer serves one caller at a time): reading messages, and the
-        # small reads of the lag-in-time lookup.
+        # Idle consumers by purpose (a consumer serves one caller at a time): reading messages.
         self._consumers: dict[str, queue.LifoQueue[KafkaConsumer]] = {
             purpose: queue.LifoQueue(maxsize=4) for purpose in CONSUMER_OPTIONS
         }

@@ -4,8 +4,10 @@ One listing makes: ListGroups per broker (which also says each group's type), on
 FindCoordinator, per coordinator one describe request per type (DescribeGroups for classic groups,
 ConsumerGroupDescribe for KIP-848 consumer groups, ShareGroupDescribe for share groups) and one
 OffsetFetch for every group at once (KIP-709), or DescribeShareGroupOffsets for share groups;
-ListOffsets per partition leader, and, for lag in time, one fetch per broker reading the first
-unconsumed message of each lagging partition. Never one request per group.
+ListOffsets per partition leader, and, for lag in time, one fetch per leader reading the first
+unconsumed message of each lagging partition (fetch requests of our own, answered at once: a consumer
+would wait out its time where only transaction markers follow a committed offset). Never one request
+per group.
 """
 
 from __future__ import annotations
@@ -16,20 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kafka.errors
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 
 from broker.client.connection import ClusterConnection, live_brokers
 from broker.errors import ClusterUnavailable, NotFound
 from broker.groups import classic, consumer_share
 from broker.messages.log import records_given
+from broker.messages.stamps import first_timestamps
 from broker.topics.read import SILENT_ERRORS, partition_offsets, topic_leaders
 
 # Lag in time reads one message per (partition, committed offset); a listing reads at most this many,
 # the most lagging first; what the deadline does not reach shows no lag in time rather than slow the page.
 MAX_TIME_LOOKUPS = 20_000
-# Wanted offsets of one partition are read in one forward pass; a gap wider than this is skipped by a seek.
-SEEK_GAP = 2_000
 
 
 class GroupNotFound(NotFound):
@@ -78,7 +79,7 @@ class PartitionLag:
     member_id: str | None
     client_id: str | None
     host: str | None
-    lag_ms: int | None = None  # age of the oldest unconsumed message
+    lag_ms: int | None = None  # age of the oldest unconsumed message; None when none waits (markers at most)
     stable_end: int | None = None  # the last stable offset: read_committed consumers read no further
     # Records a read_committed consumer at the committed offset is still given (markers and aborted records
     # do not count): 0 for a group that read every committed record, though the high watermark is a
@@ -318,7 +319,7 @@ def _collect(
     stables, stable_lags = _stable_lags(
         admin, conn, {g: r for g, r in rows.items() if typed[g] != SHARE}, ends, leaders
     )
-    times = _oldest_unconsumed(conn, rows, ends) if with_time else {}
+    times = _oldest_unconsumed(admin, conn, rows, ends, leaders) if with_time else {}
     result = []
     for group_id in group_ids:
         info = described[group_id]
@@ -418,12 +419,17 @@ def _group_ids(admin: KafkaAdminClient, conn: ClusterConnection) -> dict[str, st
 
 
 def _oldest_unconsumed(
-    conn: ClusterConnection, rows: dict[str, dict[tuple[str, int], dict[str, Any]]], ends: dict[TopicPartition, int]
+    admin: KafkaAdminClient,
+    conn: ClusterConnection,
+    rows: dict[str, dict[tuple[str, int], dict[str, Any]]],
+    ends: dict[TopicPartition, int],
+    leaders: dict[TopicPartition, int],
 ) -> dict[tuple[str, str, int], int]:
-    """{(group, topic, partition): age in ms of the first unconsumed message} for lagging partitions.
+    """{(group, topic, partition): age in ms of the first unconsumed message} for lagging partitions; none
+    where only transaction markers stand between the committed offset and the log end (nothing waits).
 
-    Reads one message per distinct (partition, offset) not read before (conn.timestamps): a consumer
-    assigned to all of them at once, so the brokers get one fetch each rather than one per partition.
+    Reads one message per distinct (partition, offset) not read before (conn.timestamps), all partitions
+    at once, so the brokers get one fetch each rather than one per partition.
     """
     targets: dict[tuple[str, int, int], list[str]] = defaultdict(list)
     lag_of: dict[tuple[str, int, int], int] = {}
@@ -440,7 +446,7 @@ def _oldest_unconsumed(
     chosen = {k: targets[k] for k in sorted(targets, key=lambda k: -lag_of[k])[:MAX_TIME_LOOKUPS]}
     stamps = conn.timestamps.known(list(chosen))
     if missing := [k for k in chosen if k not in stamps]:
-        read = read_timestamps(conn, missing)
+        read = read_timestamps(conn, missing, admin=admin, leaders=leaders)
         conn.timestamps.learn(read)
         stamps.update(read)
     now = int(time.time() * 1000)
@@ -452,56 +458,26 @@ def _oldest_unconsumed(
     }
 
 
-def read_timestamps(conn: ClusterConnection, wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
-    """{(topic, partition, offset): timestamp ms} of the first message at or after each offset.
+def read_timestamps(
+    conn: ClusterConnection,
+    wanted: list[tuple[str, int, int]],
+    *,
+    admin: KafkaAdminClient,
+    leaders: dict[TopicPartition, int],
+) -> dict[tuple[str, int, int], int]:
+    """{(topic, partition, offset): timestamp ms} of the first record at or after each offset, for those
+    that have one before the high watermark (broker.messages.stamps: a fetch per leader a round, which,
+    unlike a consumer, sees that only transaction markers follow an offset and stops there).
 
-    Several offsets of one partition are read one after another; different partitions at once.
+    Several offsets of one partition are read one after another; different partitions at once, within one
+    deadline: lag in time is worth a moment, not a slow page. Silent leaders are not asked.
     """
+    places = {(tp.topic, tp.partition): leader for tp, leader in leaders.items() if not conn.is_silent(leader)}
+    timeout = conn.config.timeout
     try:
-        with conn.consumer("lag-time") as consumer:
-            return _read_timestamps(consumer, wanted, conn.config.timeout)
+        return first_timestamps(admin, wanted, places, int(timeout * 1000), time.monotonic() + timeout)
     except (kafka.errors.KafkaError, ClusterUnavailable):
         return {}  # no lag in time this once (a broker did not answer): the rest of the page still shows
-
-
-def _read_timestamps(
-    consumer: KafkaConsumer, wanted: list[tuple[str, int, int]], timeout: float
-) -> dict[tuple[str, int, int], int]:
-    found: dict[tuple[str, int, int], int] = {}
-    # One deadline for the whole lookup: lag in time is worth a moment, not a slow page.
-    deadline = time.monotonic() + timeout
-    wanted_by_tp: dict[TopicPartition, list[int]] = defaultdict(list)
-    for t, p, o in wanted:
-        wanted_by_tp[TopicPartition(t, p)].append(o)
-    offsets = {tp: sorted(set(os_)) for tp, os_ in wanted_by_tp.items()}
-    index = dict.fromkeys(offsets, 0)
-    try:
-        consumer.assign(list(offsets))
-        for tp, os_ in offsets.items():
-            consumer.seek(tp, os_[0])
-        pending = set(offsets)
-        while pending and time.monotonic() < deadline:
-            records = consumer.poll(timeout_ms=200, max_records=5000)
-            for tp, recs in records.items():
-                if tp not in pending:
-                    continue
-                targets, i = offsets[tp], index[tp]
-                for record in recs:
-                    while i < len(targets) and record.offset >= targets[i]:
-                        if record.timestamp is not None and record.timestamp >= 0:
-                            found[(tp.topic, tp.partition, targets[i])] = record.timestamp
-                        i += 1
-                    if i == len(targets):
-                        break
-                index[tp] = i
-                if i == len(targets):
-                    pending.discard(tp)
-                    consumer.pause(tp)
-                elif targets[i] - (recs[-1].offset + 1) > SEEK_GAP:
-                    consumer.seek(tp, targets[i])  # far ahead: jump rather than read the gap
-    except kafka.errors.KafkaError:
-        pass  # what was found so far
-    return found
 
 
 def list_group_ids(conn: ClusterConnection) -> list[str]:

@@ -90,9 +90,11 @@ def test_lag_in_time_reads_each_timestamp_once(kafka_cluster: launcher.ClusterLa
     reads: list[list[tuple[str, int, int]]] = []
     original = groups.read_timestamps
 
-    def counted(c: ClusterConnection, wanted: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
+    def counted(
+        c: ClusterConnection, wanted: list[tuple[str, int, int]], **where: Any
+    ) -> dict[tuple[str, int, int], int]:
         reads.append(sorted(wanted))
-        return original(c, wanted)
+        return original(c, wanted, **where)
 
     monkeypatch.setattr(groups, "read_timestamps", counted)
     name = aged_topic("shared-lag")  # m1, the first unconsumed below, was written 5 minutes ago
