@@ -142,10 +142,17 @@ class _Fetched:
 
 class PartitionLog:
     """Reads one partition from its leader. ``high_watermark`` and ``last_stable_offset`` are those of
-    the first answer (None before it): a page reports the partition as it was when its read began."""
+    the first answer (None before it): a page reports the partition as it was when its read began.
 
-    def __init__(self, conn: ClusterConnection, topic: str, partition: int, leader: int) -> None:
+    Each fetch asks for up to FETCH_BYTES; a read that wants a few rows (a page) may ask less of its first
+    fetch (``first_fetch_bytes``; each next one asks four times more, up to FETCH_BYTES): the broker still
+    answers at least one whole batch, and a page of small records is not made to receive and copy 1 MB."""
+
+    def __init__(
+        self, conn: ClusterConnection, topic: str, partition: int, leader: int, first_fetch_bytes: int = FETCH_BYTES
+    ) -> None:
         self.conn, self.topic, self.partition, self.leader = conn, topic, partition, leader
+        self._fetch_bytes = max(1, min(first_fetch_bytes, FETCH_BYTES))
         self.high_watermark: int | None = None
         self.last_stable_offset: int | None = None
         self.log_start_offset: int | None = None
@@ -179,13 +186,13 @@ class PartitionLog:
             current_leader_epoch=-1,
             fetch_offset=offset,
             log_start_offset=-1,
-            partition_max_bytes=FETCH_BYTES,
+            partition_max_bytes=self._fetch_bytes,
         )
         request = FetchRequest(
             replica_id=-1,
             max_wait_ms=0,
             min_bytes=0,
-            max_bytes=FETCH_BYTES,
+            max_bytes=self._fetch_bytes,
             isolation_level=isolation,
             topics=[FetchRequest.FetchTopic(topic=self.topic, partitions=[partition])],
             min_version=4,  # the first with isolation levels, the LSO and aborted transactions
@@ -200,6 +207,7 @@ class PartitionLog:
             self.conn.reset(admin)
             raise _LeaderGone() from None
         self.fetches += 1
+        self._fetch_bytes = min(FETCH_BYTES, self._fetch_bytes * 4)
         if getattr(answer, "error_code", 0):
             raise kafka.errors.for_code(answer.error_code)()
         data = answer.responses[0].partitions[0]

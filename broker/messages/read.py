@@ -300,6 +300,9 @@ def _window_notes(conn: ClusterConnection, window: _Window, limit: int) -> list[
 
 # Where a read that learns the partition's end from its first fetch answer is told to stop: never reached.
 _UNBOUNDED = 2**63 - 1
+# What the first fetch of a page asks for (the next ones ask more): a page of 50 records of up to a kB
+# each, and those before it, in most topics.
+PAGE_FIRST_FETCH = 64 * 1024
 
 
 def _page_inside(
@@ -317,7 +320,7 @@ def _page_inside(
     leader = _led(info, topic)
     if offset < 0 or conn.is_silent(leader):
         return None
-    log = PartitionLog(conn, topic, partition, leader)
+    log = PartitionLog(conn, topic, partition, leader, first_fetch_bytes=PAGE_FIRST_FETCH)
     deadline = time.monotonic() + conn.config.timeout * 2
     with _reading(conn, topic, f"partition {partition}"):
         try:
