@@ -20,9 +20,11 @@ that are neither aborted nor open, below the LSO, and no marker: ``visible(m, "r
 from __future__ import annotations
 
 import contextlib
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -42,6 +44,9 @@ ISOLATIONS = ("read_uncommitted", "read_committed")
 K = TypeVar("K")
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 FETCH_BYTES = 1024 * 1024
+# Fetches sent ahead by scans (PartitionLog.walk with ahead): one at a time per walk, at most this many at once.
+_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fetch-ahead")
+_LAST_DELTA = struct.Struct(">i")
 # A batch's records, uncompressed, are read up to this size (Kafka's own limit on a message is far below it).
 _MAX_RECORDS_BYTES = 256 * 1024 * 1024
 # A transaction open above the LSO is looked for this far ahead (its marker) before it is called open.
@@ -264,10 +269,11 @@ class PartitionLog:
         return cast(Generator[Message, None, None], self.walk(offset, stop, deadline))
 
     def walk(
-        self, offset: int, stop: int, deadline: float, pass_over: PassOver | None = None
+        self, offset: int, stop: int, deadline: float, pass_over: PassOver | None = None, ahead: bool = False
     ) -> Generator[Message | Passed, None, None]:
         """:meth:`entries`, where ``pass_over`` may pass over whole batches of records below the LSO that lie
-        within ``offset`` and ``stop`` (each a Passed, in its place in offset order)."""
+        within ``offset`` and ``stop`` (each a Passed, in its place in offset order). With ``ahead`` (a scan of
+        many records), the next fetch below the LSO is sent while the records of the last one are read."""
         self.timed_out = False
         skip = None
         if pass_over is not None:
@@ -275,15 +281,43 @@ class PartitionLog:
             def skip(first: int, last: int, count: int, payload: bytes) -> bool:
                 return first >= offset and last < stop and pass_over(first, last, count, payload)
 
+        box: list[tuple[int, Future[_Fetched]] | None] = [None]  # the fetch sent ahead: (its offset, its answer)
+        try:
+            yield from self._walk_from(offset, stop, deadline, skip, ahead, box)
+        finally:
+            sent = box[0]
+            if sent is not None:
+                sent[1].cancel()  # read no further: an answer on its way is dropped
+
+    def _walk_from(
+        self,
+        offset: int,
+        stop: int,
+        deadline: float,
+        skip: PassOver | None,
+        ahead: bool,
+        box: list[tuple[int, Future[_Fetched]] | None],
+    ) -> Generator[Message | Passed, None, None]:
+        """The walk of :meth:`walk`; ``box`` holds the fetch sent ahead, if any, for the caller to drop."""
         position = offset
         waiting: deque[Message] = deque()  # read above the LSO, in order, from the first one not settled
         open_producers: set[int] = set()  # producers with a record in ``waiting`` not settled yet
         while position < stop and time.monotonic() < deadline:
             isolation = _READ_COMMITTED if self._lso_now is None or position < self._lso_now else _READ_UNCOMMITTED
-            fetched = self._fetch(position, isolation)
+            sent, box[0] = box[0], None
+            if sent is not None and sent[0] == position and isolation == _READ_COMMITTED:
+                fetched = sent[1].result()
+            else:
+                if sent is not None:
+                    sent[1].cancel()
+                fetched = self._fetch(position, isolation)
             self._note(fetched)
             if isolation == _READ_COMMITTED and not fetched.batches and position >= fetched.last_stable_offset:
                 continue  # the LSO is behind us: ask again, read_uncommitted, for what lies above it
+            if ahead and isolation == _READ_COMMITTED:
+                following = _after_batches(fetched.batches)
+                if following is not None and following < min(stop, fetched.last_stable_offset):
+                    box[0] = (following, _AHEAD.submit(self._fetch, following, _READ_COMMITTED))
             moved = False
             for entry, next_position in self._unpack(
                 fetched, isolation, skip if isolation == _READ_COMMITTED else None
@@ -441,6 +475,20 @@ def _unpack(
             yield _entry(topic, partition, record, fate, None, producer, epoch), record.offset + 1
         # A batch emptied by compaction keeps its offsets: reading goes on after its last one.
         yield None, next_offset
+
+
+def _after_batches(batches: bytes) -> int | None:
+    """The offset after the last whole batch of a fetch answer (None when it holds none): where the next fetch
+    starts, known before the records are read."""
+    position, size, last = 0, len(batches), None
+    while size - position >= _ENTRY_PREFIX.size:
+        base, length, _, magic = _ENTRY_PREFIX.unpack_from(batches, position)
+        if position + 12 + length > size:
+            break
+        # v2: base offset + lastOffsetDelta (at byte 23); legacy: the entry's offset is its last record's
+        last = base + _LAST_DELTA.unpack_from(batches, position + 23)[0] if magic >= 2 else base
+        position += 12 + length
+    return None if last is None else last + 1
 
 
 def _unreadable(topic: str, partition: int, offset: int) -> str:

@@ -178,7 +178,7 @@ def scan(
             for r in ranges:
                 log = PartitionLog(conn, topic, r.partition, r.leader)
                 passing = probe.pass_over(budget) if probe is not None else None
-                for message in log.walk(r.start, r.stop, deadline, passing):
+                for message in log.walk(r.start, r.stop, deadline, passing, ahead=True):
                     if isinstance(message, Passed):
                         progress.scanned += message.count
                         progress.positions[r.partition] = message.last + 1
