@@ -182,3 +182,7 @@ class TailConsumer(Rechecked):
         assert self.shared is not None
         self.shown += count
         await self.send(text_data=rows + self._status_html(self._counts(skipped), self.shared.trouble))
+
+    async def redraw(self, rows: str) -> None:
+        """Send rows drawn again by the shared reader (a transaction ended): swapped in place by their ids."""
+        await self.send(text_data=rows)

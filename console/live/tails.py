@@ -52,6 +52,9 @@ class Watcher(Protocol):
     async def push(self, rows: str, count: int, skipped: int) -> None:
         """Send ``rows`` (``count`` messages, ``skipped`` left out to keep up) with the browser's own counts."""
 
+    async def redraw(self, rows: str) -> None:
+        """Send ``rows`` that replace rows already shown (by their ids), alone in a message."""
+
 
 @dataclass(eq=False)
 class SharedTail:
@@ -114,12 +117,19 @@ def leave(key: TailKey, shared: SharedTail, watcher: Watcher) -> None:
             del _tails[key]
 
 
-def _tail_rows(cluster: str, batch: list[Message], settled: list[Message], decoding: Decoding, masker: Masker) -> str:
-    """New rows, newest first, on top of the tail's table (records labelled with their transaction's fate as the
-    pages label them, and read_uncommitted the commit and abort markers), then the rows of records shown as open
-    whose transaction has ended since, drawn again in place (their ``msg-<partition>-<offset>`` row swapped)."""
-    new = message_rows([show(cluster, masker.message(m), decoding) for m in reversed(batch)], "tail-rows", "afterbegin")
-    return new + "".join(message_row(show(cluster, masker.message(m), decoding), oob=True) for m in settled)
+def _tail_rows(cluster: str, batch: list[Message], decoding: Decoding, masker: Masker) -> str:
+    """New rows, newest first, on top of the tail's table: records labelled with their transaction's fate as the
+    pages label them, and (read_uncommitted) the commit and abort markers."""
+    return message_rows(
+        [show(cluster, masker.message(m), decoding) for m in reversed(batch)], "tail-rows", "afterbegin"
+    )
+
+
+def _redrawn_rows(cluster: str, settled: list[Message], decoding: Decoding, masker: Masker) -> str:
+    """The rows of records shown open whose transaction has ended since, each swapped in place of its
+    ``msg-<partition>-<offset>`` row. Only ``<tr>`` elements: a message of their own, since a row after another
+    element would not parse as a row."""
+    return "".join(message_row(show(cluster, masker.message(m), decoding), oob=True) for m in settled)
 
 
 async def _watch(shared: SharedTail) -> None:
@@ -177,9 +187,15 @@ async def _push_forever(key: TailKey, shared: SharedTail) -> None:
         skipped = dropped + tail.discard() if len(batch) == ROWS_PER_PUSH else dropped
         if not batch and not skipped and not settled:
             continue
-        rows = await sync_to_async(_tail_rows, thread_sensitive=False)(
-            shared.cluster, batch, settled, shared.decoding, shared.masker
-        )
+        rows = redrawn = ""
+        if batch or skipped:
+            rows = await sync_to_async(_tail_rows, thread_sensitive=False)(
+                shared.cluster, batch, shared.decoding, shared.masker
+            )
+        if settled:
+            redrawn = await sync_to_async(_redrawn_rows, thread_sensitive=False)(
+                shared.cluster, settled, shared.decoding, shared.masker
+            )
         if shared.trouble and batch:
             # Messages came in, so the trouble last seen (up to CHECK_EVERY ago) may be over: a partition
             # said to have no leader just delivered. Ask again before saying it beside them.
@@ -187,6 +203,9 @@ async def _push_forever(key: TailKey, shared: SharedTail) -> None:
         for watcher in list(shared.watchers):
             if not watcher.paused:
                 try:
-                    await watcher.push(rows, len(batch), skipped)
+                    if rows:
+                        await watcher.push(rows, len(batch), skipped)
+                    if redrawn:
+                        await watcher.redraw(redrawn)
                 except Exception:  # one browser gone wrong does not stop the others' tail
                     log.warning("a tail push to one browser failed", exc_info=True)
