@@ -3,20 +3,22 @@ the filter reads) and the probe (:func:`probe_for`), which passes over whole rec
 match without decoding them.
 
 The probe. Many filters name a text a match must hold: ``value contains "needle"``, ``key == "order-7"``,
-``headers.trace-id == "abc"``. Such a text, when the record holds it, is in the record's bytes, so a batch whose
-uncompressed records do not hold it has no match. The probe collects, from the filter's tree, texts of which
-every matching record holds at least one (an ``and`` needs one of its parts', an ``or`` all of its parts'), and
-only where that is certain:
+``headers.trace-id == "abc"``. Such a text, when the record holds it, is in the record's bytes (as written, or
+inside a JSON string with ``"``, ``\\`` and control characters escaped), so a batch whose uncompressed records
+do not hold it has no match. The probe collects clauses from the filter's tree (an ``and`` needs every part's
+clauses, an ``or`` one text of each part), each a set of texts of which every match holds one, and only where
+that is certain:
 
 - the comparison is ``==``, ``contains``, ``startswith``, ``endswith`` or ``in`` on the key, the value or a
-  header, not negated, with a string that does not read as a number, ``true`` or ``false`` (those also match
-  JSON numbers and booleans, which may be written otherwise: ``1e1`` is 10) and that could not be part of a
-  number's text (``"e+2"`` is in the text of ``1E20``);
-- the string holds no ``"``, ``\\``, ``/``, control character or U+FFFD: JSON may escape the first ones, and an
-  undecodable byte reads as U+FFFD;
-- a batch (and a record) holding a ``\\u`` escape is always read: JSON may write any character so.
+  header, not negated, with a string that does not read as a number, ``true``, ``false`` or ``null`` (those also
+  match JSON numbers and booleans, which may be written otherwise: ``1e1`` is 10), that could not be part of a
+  number's text (``"e+2"`` is in the text of ``1E20``) and holds no U+FFFD (an undecodable byte reads as it);
+- a batch (and a record) holding a ``\\u`` escape is always read: JSON may write any character so; and when a
+  text holds ``/``, one holding ``\\/`` too (JSON may escape it, or not).
 
 A masked reader sees texts the records do not hold (a mask's replacement): searches with masking use no probe.
+The texts are those of records read under "auto" (JSON, text, bytes): a reader that decodes records otherwise
+(Avro, whose field names are not in the bytes) must not use it.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from broker.messages.query_terms import _And, _Compare, _Literal, _Node, _Or
 
 _PROBED_ROOTS = ("key", "value", "headers")
 _PROBED_OPERATORS = ("==", "contains", "startswith", "endswith", "in")
-# A JSON writer may escape these in a string (and any character as \uXXXX); an undecodable byte reads as U+FFFD.
-_ESCAPABLE = frozenset('"\\/\ufffd') | frozenset(chr(c) for c in range(0x20))
 # The characters of Python's text of a JSON number: a string made only of these may be found in a number's text.
 _NUMBER_TEXT = frozenset("0123456789.+-eEinfaINFA")
+# JSON may write any character as \\uXXXX, and "/" as \\/ (or not): where these appear, texts are not probed for.
 _ESCAPE = b"\\u"
+_SLASH_ESCAPE = b"\\/"
+# Records a probe looks at before it judges whether looking pays (most let through: it stops looking).
+_RECORD_CHECKS_TRIED = 2000
 
 
 class LazyView:
@@ -122,33 +126,59 @@ def _header(raw: bytes | None) -> object:
 
 
 class Probe:
-    """Texts (UTF-8) of which every record matching a filter holds at least one, in its key, value or headers."""
+    """What every record matching a filter holds in its key, value or headers: for each clause, one of its texts
+    (UTF-8, as written plain or inside a JSON string). ``guards``: escapes that may hide a text (a batch or a
+    record holding one is always read)."""
 
-    __slots__ = ("needles",)
+    __slots__ = ("_checked", "_kept", "clauses", "guards")
 
-    def __init__(self, needles: frozenset[bytes]) -> None:
-        self.needles = tuple(sorted(needles, key=len, reverse=True))
+    def __init__(self, clauses: list[frozenset[bytes]]) -> None:
+        # The clause whose shortest text is longest first: the likeliest to be missing.
+        ordered = sorted(clauses, key=_shortest, reverse=True)
+        self.clauses = tuple(tuple(sorted(c, key=len, reverse=True)) for c in ordered)
+        slash = any(b"/" in n for c in clauses for n in c)
+        self.guards = (_ESCAPE, _SLASH_ESCAPE) if slash else (_ESCAPE,)
+        self._checked = self._kept = 0  # records looked at by may_match, and those it let through
 
     def __repr__(self) -> str:
-        return f"Probe({[n.decode() for n in self.needles]})"
+        return f"Probe({[[n.decode() for n in c] for c in self.clauses]})"
 
     def may_hold(self, data: bytes) -> bool:
-        """Whether ``data`` (a batch's records, or one field) may hold a match: it holds a needle, or an escape."""
-        return _ESCAPE in data or any(needle in data for needle in self.needles)
+        """Whether ``data`` (a batch's records) may hold a match: a text of every clause, or an escape."""
+        for guard in self.guards:
+            if guard in data:
+                return True
+        for clause in self.clauses:
+            for needle in clause:
+                if needle in data:
+                    break
+            else:
+                return False
+        return True
 
     def may_match(self, message: Message) -> bool:
-        """Whether ``message`` may match the filter (False: it surely does not)."""
-        if message.value is not None and self.may_hold(message.value):
+        """Whether ``message`` may match the filter (False: it surely does not). Once most records of a scan have
+        been let through (texts every record holds), it stops looking and lets all through: the filter decides."""
+        if self._checked >= _RECORD_CHECKS_TRIED and self._kept * 2 > self._checked:
             return True
-        if message.key is not None and self.may_hold(message.key):
+        self._checked += 1
+        if self._kept_by(message):
+            self._kept += 1
             return True
-        for name, raw in message.headers:
-            if (raw is not None and self.may_hold(raw)) or self.may_hold(name.encode("utf-8", "replace")):
-                return True
         return False
 
+    def _kept_by(self, message: Message) -> bool:
+        fields = [f for f in (message.value, message.key) if f is not None]
+        for name, raw in message.headers:
+            fields.append(name.encode("utf-8", "replace"))
+            if raw is not None:
+                fields.append(raw)
+        if any(guard in f for f in fields for guard in self.guards):
+            return True
+        return all(any(needle in f for f in fields for needle in clause) for clause in self.clauses)
+
     def pass_over(self, budget: Callable[[], int]) -> PassOver:
-        """For PartitionLog.walk: pass over a batch of records that holds no needle, while ``budget()`` (the
+        """For PartitionLog.walk: pass over a batch of records that cannot hold a match, while ``budget()`` (the
         records a scan may still read) covers all of it."""
 
         def passes(_first: int, _last: int, count: int, payload: bytes) -> bool:
@@ -157,45 +187,56 @@ class Probe:
         return passes
 
 
+def _shortest(clause: frozenset[bytes]) -> int:
+    return min(len(n) for n in clause)
+
+
+Clauses = list[frozenset[bytes]]
+
+
 def probe_for(query: Query) -> Probe | None:
     """The probe of ``query``, or None when no text is certain to be in every match (or the filter is empty)."""
     tree = query.tree
-    needles = _needles(tree) if tree is not None else None
-    return Probe(needles) if needles else None
+    clauses = _clauses(tree) if tree is not None else None
+    return Probe(clauses) if clauses else None
 
 
-def _needles(node: _Node) -> frozenset[bytes] | None:
+def _clauses(node: _Node) -> Clauses | None:
+    """Clauses every record matching ``node`` satisfies (one text of each); None when none is certain."""
     if isinstance(node, _Or):
-        parts = [_needles(child) for child in node.children]
-        return None if any(p is None for p in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+        # A match matches one of the parts, so holds a text of each part's clauses: of its best one, say.
+        parts = [_clauses(child) for child in node.children]
+        if any(not p for p in parts):
+            return None
+        return [frozenset().union(*(max(p, key=_shortest) for p in parts if p))]
     if isinstance(node, _And):
-        known = [p for p in (_needles(child) for child in node.children) if p]
-        # Any part's texts will do; the one whose shortest text is longest passes over the most.
-        return max(known, key=lambda p: min(len(n) for n in p)) if known else None
+        found: Clauses = []
+        for child in node.children:
+            found += _clauses(child) or []
+        return found or None
     if isinstance(node, _Compare):
-        return _compare_needles(node)
+        return _compare_clauses(node)
     return None  # not, exists: no text is certain
 
 
-def _compare_needles(node: _Compare) -> frozenset[bytes] | None:
+def _compare_clauses(node: _Compare) -> Clauses | None:
     if node.negate or node.path.root not in _PROBED_ROOTS or node.op not in _PROBED_OPERATORS or not node.literals:
         return None
-    found = []
+    found: set[bytes] = set()
     for literal in node.literals:
         text = _certain_text(literal)
         if text is None:
             return None
-        found.append(text.encode("utf-8"))
-    return frozenset(found)
+        # As written in plain text, and inside a JSON string (with ", \\ and control characters escaped).
+        found |= {text.encode("utf-8"), json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8")}
+    return [frozenset(found)]
 
 
 def _certain_text(literal: _Literal) -> str | None:
-    """The literal's string when a value matching it surely holds it as written (see the module's notes)."""
+    """The literal's string when a value matching it surely holds it (plain or JSON-escaped; see the module)."""
     text = literal.value
     if not isinstance(text, str) or not text or literal.number is not None:
         return None
-    if text.strip().lower() in ("true", "false", "null") or set(text) <= _NUMBER_TEXT:
-        return None
-    if not _ESCAPABLE.isdisjoint(text) or json.dumps(text, ensure_ascii=False)[1:-1] != text:
+    if text.strip().lower() in ("true", "false", "null") or set(text) <= _NUMBER_TEXT or "\ufffd" in text:
         return None
     return text

@@ -30,6 +30,7 @@ QUERIES = [
     'key == "needle-key" or headers.h == "needle"',
     'value contains "needle" and value.n > 3',
     'value.user == "u7"',
+    'value.page == "/p/1" and value.user == "u7"',
 ]
 
 
@@ -41,6 +42,8 @@ def _lines() -> bytes:
             value = json.dumps({"user": "u1", "n": n % 10, "note": "needle"})
         if n % 997 == 0:
             value = '{"user": "u2", "n": 5, "note": "ne\\u0065dle"}'  # the needle only once decoded
+        if n == 1234:
+            value = '{"user": "u7", "n": 1, "page": "\\/p\\/1"}'  # JSON may escape "/"
         if n == 1500:
             value = "plain text with a needle"
         rows.append(f"{'needle-key' if n == 2000 else f'k{n}'}\t{value}")
