@@ -8,7 +8,9 @@ of the answer, with the default masking (none) and the default progress (it is r
 counted the same way). ``ratio_search_to_kcat`` is console time over kcat time: at or below 1, the console searches
 at least as fast as kcat reads. Each is timed three times, alternated; the best of each is compared (the machine's
 other work spoils single runs). A second query that cannot use a text probe (``value.page == "/products/7" and
-value.user_id == "u00042"``: fields compared) is timed too, as ``ratio_fields_to_kcat``.
+value.user_id == "u00042"``: fields compared, the probe looks for ``u00042``) is timed too, as
+``ratio_fields_to_kcat``, and one the probe cannot help at all, which decodes every record (``value.ms < 0``), as
+``ratio_decoded_to_kcat``: what a search costs when every record must be read as JSON.
 
 The records are written once by kcat (``-z lz4``) and kept while the topic holds them.
 """
@@ -37,6 +39,7 @@ RUNS = 3
 QUERIES = {
     "search": f'value contains "{NEEDLE}"',
     "fields": 'value.page == "/products/7" and value.user_id == "u00042"',
+    "decoded": "value.ms < 0",
 }
 PRODUCER_OPTIONS = ("-X", "linger.ms=50", "-X", "batch.size=1000000", "-X", "queue.buffering.max.messages=2000000")
 PAGES = ("/", "/search", "/cart", "/checkout", *(f"/products/{n}" for n in range(40)))
@@ -153,8 +156,11 @@ def run() -> dict[str, Any]:
         "console_search_records_per_s": round(held / best["search"]),
         "console_fields_s": round(best["fields"], 2),
         "console_fields_records_per_s": round(held / best["fields"]),
+        "console_decoded_s": round(best["decoded"], 2),
+        "console_decoded_records_per_s": round(held / best["decoded"]),
         "ratio_search_to_kcat": round(best["search"] / best["kcat"], 2),
         "ratio_fields_to_kcat": round(best["fields"] / best["kcat"], 2),
+        "ratio_decoded_to_kcat": round(best["decoded"] / best["kcat"], 2),
     }
     write_result("search", result)
     return result
