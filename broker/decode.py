@@ -592,40 +592,27 @@ def _json_error(exc: ValueError | RecursionError) -> str:
 
 
 def auto_data(raw: bytes | None) -> tuple[str, object]:
-    """What "auto" makes of ``raw``, without the text to show: (kind, data). Kind "json" with the value, "text"
-    with the str, "binary" with the bytes, "null" (None) and "empty" (b"") with None. A filter reads messages
-    through this: a search builds no display text for the records it only tests."""
-    if raw is None:
-        return "null", None
+    """What "auto" makes of ``raw`` without a schema or the text to show (what a search's filter reads): ("json",
+    value), ("text", str) for UTF-8 without controls but tab/LF/CR, ("binary", bytes), ("null"|"empty", None)."""
     if not raw:
-        return "empty", None
-    return _auto_read(bytes(raw))
-
-
-def _auto_read(raw: bytes) -> tuple[str, object]:
-    """The rule of "auto" without a schema: JSON (a leading byte-order mark allowed), else UTF-8 text without
-    control characters (tab, LF and CR allowed), else binary."""
+        return ("null" if raw is None else "empty"), None
     try:
-        text = raw.decode("utf-8")
+        text = bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
-        return "binary", raw
-    # A byte-order mark before JSON is allowed (some Windows tools write one); JSON scalars are JSON.
-    body = text[1:] if text.startswith("\ufeff") else text
+        return "binary", bytes(raw)
+    body = text[1:] if text.startswith("\ufeff") else text  # a byte-order mark before JSON is allowed
     if _JSON_START.match(body):
         try:
             value = _STRICT_JSON.decode(body)
-        except (ValueError, RecursionError, InputError):
-            pass  # not JSON after all: maybe text
-        else:
             if not (isinstance(value, float) and not math.isfinite(value)):  # 1e999 is no JSON number
                 return "json", value
-    if _CONTROL.search(text) is None:
-        return "text", text
-    return "binary", raw
+        except (ValueError, RecursionError, InputError):
+            pass  # not JSON after all: maybe text
+    return ("text", text) if _CONTROL.search(text) is None else ("binary", bytes(raw))
 
 
 def _auto(raw: bytes, schema: AvroSchema | None, limit: int) -> Decoded:
-    kind, data = _auto_read(raw)
+    kind, data = auto_data(raw)
     if kind == "json":
         return _as_json(raw, data, limit)
     if kind == "text":
@@ -719,11 +706,10 @@ _BASE64_SPACE = re.compile(r"\s+")
 
 
 def _reject_constant(name: str) -> object:
-    raise InputError(f"{name} is not valid JSON")
+    raise InputError(f"{name} is not valid JSON")  # NaN, Infinity: Python's extension, not JSON
 
 
-# One decoder for every "auto" read (json.loads with an option builds a new one per call: a search reads millions).
-_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)  # shared: json.loads(s, **kw) builds one a call
 
 
 def _input_json(text: str) -> bytes:
