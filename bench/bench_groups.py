@@ -4,6 +4,11 @@ Reference in the same run: Kafka's own `kafka-consumer-groups --describe --all-g
 (org.apache.kafka.tools.consumer.group.ConsumerGroupCommand from the same jars the embedded
 cluster runs, JVM start included, as a user runs it). The figure is console / tool, for the
 API (every group, every partition, with lag in time and status) and for the list page.
+
+Then a group on a transactional topic (issue 27): one that read every record, so that only a commit or
+abort marker stands before the end of each partition, as exactly-once pipelines leave their groups. Its
+page (API) against, in the same run, the page of a group of the same size on a plain topic and the topic
+listing; the groups listing, which holds it, against the topic listing too.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from broker.local.launcher import JARS, check_java
 TOPIC = "bench-groups"
 PARTITIONS = 3
 PREFIX = "bench-group-"
+TX_TOPIC = "bench-groups-tx"
+TX_GROUP = "bench-tx-group"
 SIZES = (1000, 5000)
 RUNS = 5
 
@@ -63,6 +70,81 @@ def ensure_groups(admin: KafkaAdminClient, count: int) -> None:
                 except (CoordinatorNotAvailableError, NotCoordinatorError):
                     time.sleep(0.5 + attempt * 0.1)
     print(f"{count} groups ready in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def ensure_transactional_group(admin: KafkaAdminClient) -> None:
+    """TX_TOPIC written by a transactional producer (per partition: 100 records committed, then on
+    partition 1 ten more aborted), and TX_GROUP committed at the last marker of each partition."""
+    from contextlib import suppress
+
+    from kafka import KafkaProducer
+    from kafka.admin import OffsetSpec
+
+    with suppress(TopicAlreadyExistsError):
+        admin.create_topics([NewTopic(TX_TOPIC, PARTITIONS, 1)])
+    admin.wait_for_topics([TX_TOPIC], timeout_ms=60_000)
+    tps = [TopicPartition(TX_TOPIC, p) for p in range(PARTITIONS)]
+    ends = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
+    if sum(o.offset for o in ends.values()) == 0:
+        producer = KafkaProducer(bootstrap_servers=bootstrap(), transactional_id="bench-groups-tx")
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(100 * PARTITIONS):
+            producer.send(TX_TOPIC, value=b"step %d" % i, partition=i % PARTITIONS)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        for i in range(10):
+            producer.send(TX_TOPIC, value=b"undone %d" % i, partition=1)
+        producer.abort_transaction()
+        producer.close()
+        ends = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
+    offsets = {tp: OffsetAndMetadata(ends[tp].offset - 1, "", -1) for tp in tps}  # at the last marker
+    for attempt in range(30):
+        try:
+            admin.alter_group_offsets(TX_GROUP, offsets)
+            break
+        except (CoordinatorNotAvailableError, NotCoordinatorError):
+            time.sleep(0.5 + attempt * 0.1)
+
+
+def transactional_case(admin: KafkaAdminClient) -> dict[str, Any]:
+    ensure_transactional_group(admin)
+    with console_server(",".join(bootstrap())) as url:
+
+        def get(path: str) -> Any:
+            def call() -> None:
+                with urllib.request.urlopen(url + path, timeout=300) as response:  # noqa: S310 - loopback
+                    assert response.status == 200
+                    response.read()
+
+            return call
+
+        # Interleaved rounds, so that a busy moment of the machine falls on every side.
+        calls = {
+            "tx_group_page": get(f"/api/clusters/local/groups/{TX_GROUP}/"),
+            "plain_group_page": get(f"/api/clusters/local/groups/{PREFIX}00000/"),
+            "topic_list": get("/api/clusters/local/topics/"),
+            "group_list": get("/api/clusters/local/groups/"),
+        }
+        for call in calls.values():
+            call()  # warm-up
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(RUNS):
+            for name, call in calls.items():
+                started = time.perf_counter()
+                call()
+                samples[name].append(time.perf_counter() - started)
+    median = {name: statistics.median(found) for name, found in samples.items()}
+    return {
+        "groups_on_cluster": len(admin.list_groups()),
+        "console_tx_group_page_s": round(median["tx_group_page"], 3),
+        "reference_plain_group_page_s": round(median["plain_group_page"], 3),
+        "reference_topic_list_s": round(median["topic_list"], 3),
+        "console_group_list_s": round(median["group_list"], 3),
+        "ratio_tx_group_page_to_plain_group_page": round(median["tx_group_page"] / median["plain_group_page"], 2),
+        "ratio_tx_group_page_to_topic_list": round(median["tx_group_page"] / median["topic_list"], 2),
+        "ratio_group_list_to_topic_list": round(median["group_list"] / median["topic_list"], 2),
+    }
 
 
 def tool_seconds() -> float:
@@ -141,6 +223,8 @@ def run() -> dict[str, Any]:
                 "ratio_page_to_tool": round(median["page"] / median["tool"], 2),
             }
             print(result[f"groups_{size}"], flush=True)
+        result["groups_transactional"] = transactional_case(admin)
+        print(result["groups_transactional"], flush=True)
     finally:
         admin.close()
     write_result("group_lag", result)
