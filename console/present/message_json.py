@@ -6,12 +6,12 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from broker.decode import decode, wire_value
+from broker.decode import AvroSchema, auto_data, decode, wire_value
 from broker.errors import InvalidInput, NotFound
 from broker.messages.log import Message, hidden_reason
 from broker.messages.masking import masked_labels
 from console.access import Forbidden
-from console.present.messages import Decoding, ShownMessage
+from console.present.messages import Decoding, ShownMessage, decoding_for
 
 
 def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]:
@@ -22,8 +22,8 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
     kinds = {}
     if decoding is not None:
         kinds = {
-            "key_kind": decode(m.key, "auto", decoding.key_schema, limit=0).kind,
-            "value_kind": decode(m.value, "auto", decoding.value_schema, limit=0).kind,
+            "key_kind": auto_kind(m.key, decoding.key_schema),
+            "value_kind": auto_kind(m.value, decoding.value_schema),
         }
     return {
         "partition": m.partition,
@@ -46,6 +46,32 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
         "masked": list(masked_labels(m)),
         **kinds,
     }
+
+
+def auto_kind(raw: bytes | None, schema: AvroSchema | None) -> str:
+    """``decode(raw, "auto", schema).kind`` without the text a page shows (a JSON value is not pretty-printed
+    to be named json)."""
+    kind = auto_data(raw)[0]
+    if kind == "binary" and schema is not None:
+        return decode(raw, "auto", schema, limit=0).kind  # Avro when the schema reads it
+    return kind
+
+
+def messages_json(cluster: str, topic: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """:func:`message_json` of each message with its kinds. The topic's Avro schemas (a database query) are
+    read only when a key or value is binary: no other kind depends on them."""
+    found = []
+    schemas: Decoding | None = None
+    for m in messages:
+        key_kind, value_kind = auto_data(m.key)[0], auto_data(m.value)[0]
+        if key_kind == "binary" or value_kind == "binary":
+            schemas = schemas or decoding_for(cluster, topic)
+            if key_kind == "binary" and schemas.key_schema is not None:
+                key_kind = auto_kind(m.key, schemas.key_schema)
+            if value_kind == "binary" and schemas.value_schema is not None:
+                value_kind = auto_kind(m.value, schemas.value_schema)
+        found.append({**message_json(m), "key_kind": key_kind, "value_kind": value_kind})
+    return found
 
 
 def _header(name: str, raw: bytes | None) -> dict[str, Any]:

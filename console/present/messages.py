@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 
 from broker.decode import AvroSchema, Decoded, SchemaError, decode, parse_avro_schema
 from broker.messages.log import Message
@@ -34,7 +35,7 @@ class ShownMessage:
     key_preview: str = ""
     value_preview: str = ""
 
-    @property
+    @cached_property
     def masked(self) -> tuple[str, ...]:
         """What masking hid of this message from the user it is shown to (see broker.messages.masking)."""
         return masked_labels(self.message)
@@ -47,7 +48,7 @@ class ShownMessage:
     def value_masked(self) -> bool:
         return any(not label.startswith(("key ", "header ")) for label in self.masked)
 
-    @property
+    @cached_property
     def time_utc(self) -> str:
         if self.message.timestamp is None:
             return ""
@@ -84,10 +85,14 @@ def decoding_for(cluster: str, topic: str, key_as: str = "auto", value_as: str =
     )
 
 
+# One encoder for every preview: json.dumps with options builds a new one for each value.
+_PREVIEW_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
 def preview(decoded: Decoded, raw: bytes | None) -> str:
     """One line for a list: compact JSON, the text, or the first bytes in hex; cut at PREVIEW_LIMIT."""
     if decoded.kind in ("json", "avro"):
-        line = json.dumps(decoded.data, ensure_ascii=False, separators=(", ", ": "), default=str)
+        line = _PREVIEW_JSON.encode(decoded.data)
     elif decoded.kind == "binary" and raw is not None:
         line = raw[: PREVIEW_LIMIT // 3].hex(" ")
     else:
@@ -95,19 +100,35 @@ def preview(decoded: Decoded, raw: bytes | None) -> str:
     return line if len(line) <= PREVIEW_LIMIT else line[:PREVIEW_LIMIT] + "…"
 
 
+def message_url(cluster: str, topic: str, partition: int, offset: int) -> str:
+    """The message's own page. Django's reverse() costs more than the rest of a list row: it is asked once per
+    partition (and script prefix; the URL ends with the offset) and remembered."""
+    key = (get_script_prefix(), cluster, topic, partition)
+    prefix = _url_prefixes.get(key)
+    if prefix is None:
+        kwargs = {"cluster": cluster, "topic": topic, "partition": partition}
+        first = reverse("message-detail", kwargs={**kwargs, "offset": 0})
+        if not first.endswith("/0/"):  # not the URL this expects: no shortcut
+            return reverse("message-detail", kwargs={**kwargs, "offset": offset})
+        if len(_url_prefixes) >= _URL_PREFIXES:
+            _url_prefixes.clear()
+        prefix = _url_prefixes[key] = first[:-2]
+    return f"{prefix}{offset}/"
+
+
+_URL_PREFIXES = 1024
+_url_prefixes: dict[tuple[str, str, str, int], str] = {}
+
+
 def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_LIMIT) -> ShownMessage:
     key = decode(message.key, decoding.key_as, decoding.key_schema, limit=limit)
     value = decode(message.value, decoding.value_as, decoding.value_schema, limit=limit)
-    url = reverse(
-        "message-detail",
-        kwargs={"cluster": cluster, "topic": message.topic, "partition": message.partition, "offset": message.offset},
-    )
     return ShownMessage(
         message=message,
         key=key,
         value=value,
         headers=[Header(name, decode(raw, "auto", limit=limit)) for name, raw in message.headers],
-        url=url,
+        url=message_url(cluster, message.topic, message.partition, message.offset),
         key_preview=preview(key, message.key),
         value_preview=preview(value, message.value),
     )

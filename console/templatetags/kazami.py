@@ -1,4 +1,5 @@
-"""Template helpers for what is drawn many times per page (a cell per key and value of 500 messages)."""
+"""Template helpers of the pages: lags in time, statuses, totals that leave partitions out, analytics (the rows of
+a list of messages are drawn by message_rows.py)."""
 
 from __future__ import annotations
 
@@ -9,32 +10,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from broker.decode import Decoded
-
 register = template.Library()
-
-
-@register.simple_tag
-def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> SafeString:
-    """A key or value in a list: its kind when not plain text, a decoding error, then one wrapped line.
-
-    Everything from the message is escaped by format_html.
-    """
-    if decoded.kind == "null":
-        return format_html('<span class="pill pill-muted">{}</span>', "null (tombstone)" if is_value else "null")
-    if decoded.kind == "empty":
-        return mark_safe('<span class="pill pill-muted">empty</span>')
-    badge = (
-        format_html('<span class="pill pill-muted">binary · {} B</span> ', decoded.size)
-        if decoded.kind == "binary"
-        else ""
-    )
-    error = (
-        format_html('<span class="decode-error" title="{}">{}</span> ', decoded.error, decoded.error)
-        if decoded.error
-        else ""
-    )
-    return format_html('{}{}<code class="preview">{}</code>', badge, error, text)
 
 
 @register.filter

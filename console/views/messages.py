@@ -49,6 +49,7 @@ from console.present.message_json import (
     MASKED_COLUMN,
     csv_row,
     message_json,
+    messages_json,
     raw_download,
     shown_json,
 )
@@ -390,7 +391,6 @@ def upload_schema(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
 def api_messages(request: HttpRequest, cluster: str, topic: str, partition: int) -> Any:
     conn = get_connection(cluster)
     page = _page_query(request).read(conn, topic, partition)
-    decoding = decoding_for(cluster, topic)  # the topic's schemas, for each message's kind
     masker = masker_for(request.user, cluster, topic)
     return {
         "topic": topic,
@@ -405,7 +405,7 @@ def api_messages(request: HttpRequest, cluster: str, topic: str, partition: int)
         "complete": page.complete,
         "next_offset": page.next_offset,
         "prev_offset": page.prev_offset,
-        "messages": [message_json(masker.message(m), decoding) for m in page.messages],
+        "messages": messages_json(cluster, topic, [masker.message(m) for m in page.messages]),
     }
 
 
