@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -26,3 +27,9 @@ application = ProtocolTypeRouter(
         "websocket": SameOrigin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# What starting made (Django, the apps, kafka-python: ~100,000 objects) lives as long as the process: frozen
+# out of the cyclic collector, so the full collections that come every few hundred requests walk only what
+# the requests made. Walking it all took tens of milliseconds, a page's p99 (the message_page benchmark).
+gc.collect()
+gc.freeze()
