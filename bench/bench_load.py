@@ -1,14 +1,17 @@
 """Load: 200 websocket clients on live pages while 50 requests a second browse topics, messages and
-groups for 60 seconds, all through a real console served as `make run` serves it (console.serve: Daphne
-workers, by default one per core) with a viewer's session.
+groups for 60 seconds (``--duration``: an hour is 3600), all through a real console served as `make run`
+serves it (console.serve: Daphne workers, by default one per core) with a viewer's session.
 
 Reference in the same run: the same request mix at the same rate, for a shorter time, before any
 websocket opens. The figures are the p50 and p99 latency with the websockets over the same without
 (``ratio_*``); the run also counts requests answered per second, errors by kind (any non-2xx answer, a
 connection error, no answer within 10 s), websockets that got their first fragment, pushes, disconnects,
-samples the console's memory (RSS of the supervisor and its workers together) every second (start, end,
-max and its slope over the second half of the run), and measures the CPU of the console, of the load
-generator and of the machine.
+samples the console's memory every second (RSS of the supervisor and of each worker, and their total:
+start, end, max, and the least-squares slope in MB a minute over the second half of the run, after
+warm-up, and over its last quarter), and measures the CPU of the console, of the load generator and of
+the machine. The headline figures are ``console_rss_slope_after_warm_up_mb_per_min`` (the total's slope
+over the second half; the goal is under 1 MB a minute) and ``console_errors`` (HTTP errors, websockets
+that failed or were closed, over the loaded phase). A line every minute on stdout follows a long run.
 
 The load comes from this one process (asyncio, aiohttp) on the same machine as the console. Requests
 leave on a fixed schedule whatever the answers (open loop) and each latency counts from the moment
@@ -42,8 +45,11 @@ from kafka.admin import NewTopic, OffsetSpec
 from kafka.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    LeaderNotAvailableError,
     NotCoordinatorError,
+    NotLeaderForPartitionError,
     TopicAlreadyExistsError,
+    UnknownBrokerIdError,
 )
 from kafka.structs import OffsetAndMetadata
 
@@ -134,7 +140,7 @@ def prepare(bootstrap: str, messages_per_partition: int) -> dict[int, int]:
         admin.close()
 
 
-def settled(admin: KafkaAdminClient, timeout: float = 60) -> None:
+def settled(admin: KafkaAdminClient, timeout: float = 180) -> None:
     """Wait until every group's coordinator answers three times in a row: right after the cluster starts,
     the leaders of __consumer_offsets still move and a group's coordinator may answer NotCoordinator."""
     deadline, streak = time.monotonic() + timeout, 0
@@ -150,10 +156,19 @@ def settled(admin: KafkaAdminClient, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
-def _ends(admin: KafkaAdminClient, topic: str, partitions: int) -> dict[int, int]:
+def _ends(admin: KafkaAdminClient, topic: str, partitions: int, timeout: float = 60) -> dict[int, int]:
+    """The end offsets; waits while a partition has no leader (right after the cluster started again, its
+    leaders are still being elected: the request goes to leader -1)."""
     tps = [TopicPartition(topic, p) for p in range(partitions)]
-    answer = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
-    return {tp.partition: o.offset for tp, o in answer.items()}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            answer = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
+            return {tp.partition: o.offset for tp, o in answer.items()}
+        except (UnknownBrokerIdError, LeaderNotAvailableError, NotLeaderForPartitionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 class TailWriter:
@@ -301,15 +316,29 @@ async def fetch(session: aiohttp.ClientSession, url: str, kind: str, due: float)
     return Answer(kind, due, loop.time() - due, error)
 
 
-async def browse(session: aiohttp.ClientSession, url: str, plan: list[tuple[str, str]], rate: float) -> list[Answer]:
-    """Send ``plan`` at ``rate`` requests a second on a fixed schedule (open loop)."""
+async def browse(
+    session: aiohttp.ClientSession,
+    url: str,
+    plan: list[tuple[str, str]],
+    rate: float,
+    sink: list[Answer] | None = None,
+) -> list[Answer]:
+    """Send ``plan`` at ``rate`` requests a second on a fixed schedule (open loop); each answer is also
+    appended to ``sink`` as it arrives."""
     loop = asyncio.get_running_loop()
     started = loop.time() + 0.05
     tasks = []
+
+    async def one(kind: str, path: str, due: float) -> Answer:
+        answer = await fetch(session, url + path, kind, due)
+        if sink is not None:
+            sink.append(answer)
+        return answer
+
     for i, (kind, path) in enumerate(plan):
         due = started + i / rate
         await asyncio.sleep(max(0.0, due - loop.time()))
-        tasks.append(asyncio.create_task(fetch(session, url + path, kind, due)))
+        tasks.append(asyncio.create_task(one(kind, path, due)))
     return list(await asyncio.gather(*tasks))
 
 
@@ -355,27 +384,49 @@ async def watch(session: aiohttp.ClientSession, url: str, origin: str, watcher: 
 
 
 class Memory:
-    """The console's RSS every second (its serving process and workers together), and CPU use by phase
-    of the run: the console's, this load generator's (on the same machine) and the whole machine's."""
+    """The console's RSS every second, of each of its processes (the serving process and its workers), and
+    CPU use by phase of the run: the console's, this load generator's (on the same machine) and the whole
+    machine's."""
 
     def __init__(self, served: ServedConsole) -> None:
         self.pids = served.pids()
+        self.names = process_names(served.pid, self.pids)
         self.phase = "start"
-        self.samples: list[tuple[str, float, float]] = []  # (phase, time, RSS MB)
+        self.samples: list[tuple[str, float, dict[int, float]]] = []  # (phase, time, {pid: RSS MB})
         self.marks: dict[str, tuple[float, ...]] = {}  # phase -> (wall, console, client, machine busy, total)
+        self.gone: set[int] = set()  # console processes that exited during the run
 
-    def rss_mb(self) -> float:
-        total = 0.0
+    def rss_mb(self) -> dict[int, float]:
+        found = {}
         for pid in self.pids:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            try:
+                lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+            except OSError:
+                self.gone.add(pid)
+                continue
+            for line in lines:
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) / 1024
-        return total
+                    found[pid] = int(line.split()[1]) / 1024
+        return found
+
+    def threads(self) -> dict[int, int]:
+        """Threads of each console process now."""
+        found = {}
+        for pid in self.pids:
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("Threads:"):
+                        found[pid] = int(line.split()[1])
+        return found
 
     def cpu_s(self) -> float:
         total = 0.0
         for pid in self.pids:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                self.gone.add(pid)
+                continue
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         return total
 
@@ -415,6 +466,53 @@ class Memory:
             await asyncio.sleep(1)
             self.samples.append((self.phase, time.monotonic(), self.rss_mb()))
 
+    def loaded(self) -> dict[str, list[tuple[float, float]]]:
+        """{process name: [(seconds into the loaded phase, RSS MB)]} and "total", over the loaded phase."""
+        start = next(t for phase, t, _ in self.samples if phase == "loaded")
+        series: dict[str, list[tuple[float, float]]] = {"total": []}
+        for phase, t, by_pid in self.samples:
+            if phase not in ("loaded", "end"):
+                continue
+            if set(by_pid) == set(self.pids):  # a sample with a process missing has no total
+                series["total"].append((t - start, sum(by_pid.values())))
+            for pid, mb in by_pid.items():
+                series.setdefault(self.names[pid], []).append((t - start, mb))
+        return series
+
+
+def process_names(serving: int, pids: list[int]) -> dict[int, str]:
+    """ "serve" for the serving process, "worker_<n>" for its workers (in order of pid)."""
+    workers = sorted(pid for pid in pids if pid != serving)
+    return {serving: "serve", **{pid: f"worker_{n}" for n, pid in enumerate(workers)}}
+
+
+class Progress:
+    """Answers as they arrive, and a line on stdout every ``every_s`` of the loaded phase (RSS, errors so far), so
+    that a long run can be followed in its log."""
+
+    def __init__(self, memory: Memory, every_s: float = 60.0) -> None:
+        self.memory = memory
+        self.every_s = every_s
+        self.answers: list[Answer] = []
+        self.watchers: list[Watcher] = []
+
+    async def report(self) -> None:
+        started = time.monotonic()
+        while True:
+            await asyncio.sleep(self.every_s)
+            rss = self.memory.samples[-1][2] if self.memory.samples else {}
+            names = self.memory.names
+            errors = Counter(a.error for a in self.answers if a.error)
+            dropped = sum(1 for w in self.watchers if w.disconnected or w.error)
+            threads = {names[pid]: count for pid, count in self.memory.threads().items()}
+            print(
+                f"[load] {time.monotonic() - started:6.0f} s: {len(self.answers)} answered, errors {dict(errors)}, "
+                f"websockets lost {dropped}, RSS MB "
+                + ", ".join(f"{names[pid]} {mb:.1f}" for pid, mb in sorted(rss.items()))
+                + f", total {sum(rss.values()):.1f}; threads {threads}",
+                flush=True,
+            )
+
 
 # --- the run ----------------------------------------------------------------------------------
 
@@ -452,6 +550,9 @@ async def load(served: ServedConsole, plan: Plan) -> dict[str, Any]:
     stop = asyncio.Event()
     watchers = [Watcher(view, path) for view, path in live_paths(plan.clients)]
     watching: list[asyncio.Task[None]] = []
+    progress = Progress(memory)
+    progress.watchers = watchers
+    reporter: asyncio.Task[None] | None = None
     try:
         memory.enter("warm_up")
         warm = await browse(http, url, [(kind, make()) for kind, _, make in mix], plan.rate)
@@ -473,26 +574,32 @@ async def load(served: ServedConsole, plan: Plan) -> dict[str, Any]:
         all_open_s = time.monotonic() - opening
 
         memory.enter("loaded")
-        loaded = await browse(http, url, schedule(mix, rng, int(plan.rate * plan.duration_s)), plan.rate)
+        reporter = asyncio.create_task(progress.report())
+        plan_loaded = schedule(mix, rng, int(plan.rate * plan.duration_s))
+        loaded = await browse(http, url, plan_loaded, plan.rate, progress.answers)
         memory.enter("end")
         ended = asyncio.get_running_loop().time()
     finally:
         stop.set()
         sampler.cancel()
-        for w in watchers:
-            if w.ws is not None:
-                await w.ws.close()
+        if reporter is not None:
+            reporter.cancel()
+        # All at once: one by one, a console that stopped answering costs each its close time-out (5 s).
+        await asyncio.gather(*(w.ws.close() for w in watchers if w.ws is not None), return_exceptions=True)
         await asyncio.gather(*watching, return_exceptions=True)
         await http.close()
         await sockets.close()
 
-    loaded_start = next(t for phase, t, _ in memory.samples if phase == "loaded")
-    loaded_rss = [(t - loaded_start, mb) for phase, t, mb in memory.samples if phase in ("loaded", "end")]
     return {
         "reference_http_without_websockets": http_figures(reference),
         "console_http_with_websockets": http_figures(loaded),
         "console_websockets": ws_figures(watchers, all_open_s, ended, plan),
-        "console_rss_mb": rss_figures(loaded_rss),
+        "console_rss_mb": rss_figures(memory.loaded()["total"]),
+        "console_rss_mb_by_process": {
+            name: rss_figures(series) for name, series in memory.loaded().items() if name != "total"
+        },
+        "console_processes_exited": len(memory.gone),
+        "loaded_wall_s": round(memory.marks["end"][0] - memory.marks["loaded"][0], 1),
         "console_cpu": {
             "reference": memory.cpu("reference", "settling"),
             "with_websockets": memory.cpu("loaded", "end"),
@@ -558,21 +665,28 @@ def ws_figures(watchers: list[Watcher], all_open_s: float, ended: float, plan: P
     }
 
 
+def slope_mb_per_min(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MB) samples, in MB a minute (0 with fewer than two)."""
+    if len(samples) < 2:
+        return 0.0
+    xs, ys = [t for t, _ in samples], [mb for _, mb in samples]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+
+
 def rss_figures(samples: list[tuple[float, float]]) -> dict[str, Any]:
-    """Start, end and max RSS over the loaded run, and the least-squares slope over its second half."""
+    """Start, end and max RSS over the loaded run, and the least-squares slope over its second half (after
+    warm-up: caches, pools and the allocator's arenas fill in the first minutes) and over its last quarter."""
     values = [mb for _, mb in samples]
-    half = samples[len(samples) // 2 :]
-    slope = 0.0
-    if len(half) >= 2:
-        xs, ys = [t for t, _ in half], [mb for _, mb in half]
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        var = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+    if not values:
+        return {"samples": 0}
     return {
         "start": round(values[0], 1),
         "end": round(values[-1], 1),
         "max": round(max(values), 1),
-        "second_half_slope_mb_per_min": round(slope * 60, 2),
+        "second_half_slope_mb_per_min": round(slope_mb_per_min(samples[len(samples) // 2 :]), 2),
+        "last_quarter_slope_mb_per_min": round(slope_mb_per_min(samples[3 * len(samples) // 4 :]), 2),
         "samples": len(values),
     }
 
@@ -610,9 +724,11 @@ def run(
     var = Path(tempfile.mkdtemp(prefix="kazami-bench-load-"))
     workers = workers or default_workers()
     users = {VIEWER[0]: ("viewer", VIEWER[1])}
-    with console_process(var, settings, users, workers) as served, TailWriter(bootstrap):
+    # A long start is no failure of the load: the machine may be busy (and tracemalloc slows the imports).
+    with console_process(var, settings, users, workers, start_timeout=180) as served, TailWriter(bootstrap):
         figures = asyncio.run(load(served, plan))
     with_ws, without = figures["console_http_with_websockets"], figures["reference_http_without_websockets"]
+    sockets = figures["console_websockets"]
     result = {
         "clients": clients,
         "console_workers": workers,
@@ -621,6 +737,10 @@ def run(
         "reference_duration_s": reference,
         "live_interval_s": live_interval,
         "topic_messages": sum(ends.values()),
+        # The headline: RSS growth after warm-up (both workers and their supervisor), and every error of the
+        # loaded phase (HTTP errors, websockets that failed or were closed on their client).
+        "console_rss_slope_after_warm_up_mb_per_min": figures["console_rss_mb"].get("second_half_slope_mb_per_min"),
+        "console_errors": with_ws["errors"] + sockets["errors"] + sockets["disconnects"],
         **figures,
         "ratio_p50_with_to_without_websockets": round(with_ws["p50_ms"] / without["p50_ms"], 2),
         "ratio_p99_with_to_without_websockets": round(with_ws["p99_ms"] / without["p99_ms"], 2),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -53,9 +54,14 @@ def running_console(
 
 @contextmanager
 def console_process(
-    var: Path, settings: dict[str, str], users: dict[str, tuple[str, str]] | None = None, workers: int = 1
+    var: Path,
+    settings: dict[str, str],
+    users: dict[str, tuple[str, str]] | None = None,
+    workers: int = 1,
+    start_timeout: float = 30,
 ) -> Iterator[ServedConsole]:
-    """:func:`running_console`, yielding the process's pid and log too."""
+    """:func:`running_console`, yielding the process's pid and log too; ``start_timeout``: how long to wait
+    for /healthz (a loaded machine may need more than the default)."""
     env = {
         **os.environ,
         "KAZAMI_VAR_DIR": str(var),
@@ -78,7 +84,7 @@ def console_process(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 with urllib.request.urlopen(url + "/healthz", timeout=2):  # noqa: S310 - our own loopback server
@@ -89,10 +95,16 @@ def console_process(
                 time.sleep(0.2)
         yield ServedConsole(url=url, pid=server.pid, log=var / "daphne.log")
     finally:
+        served = ServedConsole(url=url, pid=server.pid, log=var / "daphne.log")
+        children = [pid for pid in served.pids() if pid != server.pid]
         server.terminate()
         try:
-            server.wait(timeout=10)
+            # The serving process gives its workers 10 s to stop, then kills them: wait a little longer.
+            server.wait(timeout=15)
         except subprocess.TimeoutExpired:
+            for pid in children:  # killed with it: no worker left behind, still holding the port
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             server.kill()
             server.wait(timeout=10)
         log.close()
