@@ -1,0 +1,127 @@
+"""console.asgi.RequestThreads: the HTTP requests' synchronous work runs on a fixed set of threads, made once and
+kept, never one started per request; a request beyond the set waits for a thread rather than adding one."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from console.asgi import GIVEN_EXECUTORS, RequestThreads
+
+
+class SyncWork:
+    """An ASGI app whose request does its work in a thread-sensitive sync_to_async, as Django runs a view; the
+    work waits for ``release`` when it is given one."""
+
+    def __init__(self, release: threading.Event | None = None) -> None:
+        self.release = release
+        self.threads: set[int] = set()
+        self.running = 0
+        self.most_at_once = 0
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def work(self) -> None:
+        with self._lock:
+            self.threads.add(threading.get_ident())
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        if self.release is not None:
+            assert self.release.wait(10), "never released"
+        with self._lock:
+            self.running -= 1
+            self.done += 1
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await sync_to_async(self.work)()
+
+
+HTTP = {"type": "http"}
+
+
+async def nothing() -> dict[str, Any]:
+    return {}
+
+
+async def ignore(message: dict[str, Any]) -> None:
+    return None
+
+
+def test_the_asgiref_in_use_lets_a_context_be_given_its_executor() -> None:
+    assert GIVEN_EXECUTORS
+
+
+def test_many_requests_one_after_another_share_the_threads_made_once() -> None:
+    app = SyncWork()
+    pooled = RequestThreads(app, size=3)
+
+    async def main() -> None:
+        for _ in range(40):
+            await pooled(HTTP, nothing, ignore)
+
+    before = threading.active_count()
+    asyncio.run(main())
+    assert app.done == 40
+    assert len(app.threads) == 1  # one at a time: the same thread again and again
+    assert pooled.made == 1
+    assert threading.active_count() <= before + 1  # no thread per request (nor a thread joining it)
+
+
+def test_requests_beyond_the_set_wait_for_a_thread_rather_than_start_one() -> None:
+    release = threading.Event()
+    app = SyncWork(release)
+    pooled = RequestThreads(app, size=2)
+
+    async def main() -> None:
+        requests = [asyncio.create_task(pooled(HTTP, nothing, ignore)) for _ in range(6)]
+        for _ in range(200):  # until the first two run
+            if app.running == 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        assert app.running == 2  # the other four wait on the event loop, in no thread
+        release.set()
+        await asyncio.gather(*requests)
+
+    asyncio.run(main())
+    assert app.done == 6
+    assert app.most_at_once == 2
+    assert pooled.made == 2
+    assert len(app.threads) == 2
+
+
+def test_a_request_given_up_while_waiting_passes_its_turn_on() -> None:
+    release = threading.Event()
+    app = SyncWork(release)
+    pooled = RequestThreads(app, size=1)
+
+    async def main() -> None:
+        first = asyncio.create_task(pooled(HTTP, nothing, ignore))
+        while app.running == 0:
+            await asyncio.sleep(0.01)
+        given_up = asyncio.create_task(pooled(HTTP, nothing, ignore))
+        last = asyncio.create_task(pooled(HTTP, nothing, ignore))
+        await asyncio.sleep(0.05)
+        given_up.cancel()
+        release.set()
+        await asyncio.wait_for(asyncio.gather(first, last), timeout=10)
+        assert given_up.cancelled()
+
+    asyncio.run(main())
+    assert app.done == 2
+    assert pooled.made == 1
+
+
+def test_websockets_and_other_scopes_pass_through() -> None:
+    seen: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(scope["type"])
+
+    pooled = RequestThreads(app, size=1)
+    asyncio.run(pooled({"type": "websocket"}, nothing, ignore))
+    assert seen == ["websocket"]
+    assert pooled.made == 0
