@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -81,7 +82,15 @@ def shared_cluster(command: str) -> None:
     )
 
 
+def stop_cleanly(signum: int, frame: object) -> None:
+    """SIGTERM (and SIGINT, which a shell's background job ignores) end a run as Ctrl-C does: the consoles and
+    clusters it started are stopped on the way out."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, stop_cleanly)
+    signal.signal(signal.SIGINT, stop_cleanly)
     parser = argparse.ArgumentParser(prog="python -m bench", description="Run the benchmarks (all by default).")
     parser.add_argument("names", nargs="*", metavar="name", help=f"any of: {', '.join(BENCHMARKS)}")
     load = parser.add_argument_group("load benchmark")
