@@ -2,8 +2,9 @@
 
 The console is served as `make run` serves it (``python -m console.serve``: the default number of Daphne
 workers, one per core; the lag sampler and the replication watch on, as in production; the embedded
-cluster's data folder named) against a small cluster of its own (the load benchmark's: two topics, two
-groups with committed offsets, ZooKeeper mode, as `make run`'s demo). Two windows of ``window`` seconds
+cluster's data folder named) against a small cluster of its own (``var/bench/idle-cluster``, ports next to
+the load benchmark's; the load benchmark's data: two topics, two groups with committed offsets, ZooKeeper
+mode, as `make run`'s demo), so it can run beside a long load run. Two windows of ``window`` seconds
 each, after a warm-up:
 
 - ``fresh``: right after the console started, no page ever opened;
@@ -35,18 +36,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench.bench_load import DATA, GROUPS, TAIL_TOPIC, TOPIC, log_in, own_cluster, prepare
-from bench.common import REPO, write_result
+from bench.bench_load import GROUPS, TAIL_TOPIC, TOPIC, log_in, prepare
+from bench.common import BASE_PORT, BENCH_VAR, REPO, ZOOKEEPER_PORT, write_result
 from broker.local.layout import ClusterLayout
 from console.devserver import ServedConsole, console_process, free_port
 from console.serve import default_workers
+
+DATA = BENCH_VAR / "idle-cluster"
+OWN_ZOOKEEPER_PORT = ZOOKEEPER_PORT + 700  # 13881: clear of the load (13281) and failover (13381) clusters
+OWN_BASE_PORT = BASE_PORT + 700  # 13792-13794
 
 WINDOW_S = 60.0
 WARM_UP_S = 20.0  # after start (migrations done, first lag sample and replication look taken)
@@ -90,6 +95,20 @@ class Meter:
         """(wall seconds since start, {group: % of one core})."""
         now, wall = self._now(), time.monotonic() - self._at
         return wall, {name: 100 * (now[name] - self._start[name]) / wall for name in self.groups}
+
+
+@contextmanager
+def own_cluster() -> Iterator[tuple[str, str]]:
+    """The embedded cluster in DATA; yields (bootstrap, zookeeper) and stops it afterwards (data is kept)."""
+    from broker.local import launcher
+
+    layout = launcher.up(
+        DATA, brokers=3, zookeeper_port=OWN_ZOOKEEPER_PORT, base_port=OWN_BASE_PORT, echo=lambda _: None
+    )
+    try:
+        yield layout.bootstrap_servers, layout.zookeeper_connect
+    finally:
+        launcher.down(DATA, echo=lambda _: None)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 from collections import deque
@@ -63,27 +64,64 @@ class RequestThreads:
         if scope["type"] != "http" or not GIVEN_EXECUTORS:
             await self.app(scope, receive, send)
             return
-        executor = await self._take()
+        executor = self._take_now()
+        if executor is None:
+            early: list[dict[str, Any]] = []
+            executor = await self._wait(receive, early)
+            if executor is None:
+                return  # the client left while its request waited: nothing to answer
+            receive = _replayed(early, receive)
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.app(scope, receive, send)
         finally:
             self._give(executor)
 
-    async def _take(self) -> ThreadPoolExecutor:
+    def _take_now(self) -> ThreadPoolExecutor | None:
         if self._free:
             return self._free.pop()
         if self.made < self.size:
             self.made += 1
             return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{self.made}")
+        return None
+
+    async def _wait(self, receive: Any, early: list[dict[str, Any]]) -> ThreadPoolExecutor | None:
+        """A thread when one is free, reading meanwhile what the client sends (kept in ``early``); None when the
+        client goes away first (``http.disconnect``): under more requests than the process answers, a request
+        whose client gave up is not worked on after the wait."""
         waiter: asyncio.Future[ThreadPoolExecutor] = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
+
+        async def listen() -> None:
+            while True:
+                message = await receive()
+                early.append(message)
+                if message["type"] == "http.disconnect":
+                    return
+
+        listening = asyncio.ensure_future(listen())
+        either: list[asyncio.Future[Any]] = [waiter, listening]
         try:
-            return await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():  # handed one just as it was cancelled: pass it on
-                self._give(waiter.result())
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the request itself was stopped (the server stops): no thread kept
+            listening.cancel()
+            self._drop(waiter)
             raise
+        left = listening.done()  # the client sent http.disconnect (or its messages could not be read)
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await listening
+        if left:
+            self._drop(waiter)
+            return None
+        return waiter.result()
+
+    def _drop(self, waiter: asyncio.Future[ThreadPoolExecutor]) -> None:
+        """Stop waiting with ``waiter``; a thread it was given meanwhile goes to the next request."""
+        if waiter.done() and not waiter.cancelled():
+            self._give(waiter.result())
+        else:
+            waiter.cancel()
 
     def _give(self, executor: ThreadPoolExecutor) -> None:
         while self._waiting:
@@ -92,6 +130,18 @@ class RequestThreads:
                 waiter.set_result(executor)
                 return
         self._free.append(executor)
+
+
+def _replayed(early: list[dict[str, Any]], receive: Any) -> Any:
+    """``receive`` that first gives back the messages read while the request waited."""
+    pending = deque(early)
+
+    async def replayed() -> dict[str, Any]:
+        if pending:
+            return pending.popleft()
+        return await receive()  # type: ignore[no-any-return]
+
+    return replayed
 
 
 lag_sampler.start()  # only when serving: management commands never import this module

@@ -1,5 +1,6 @@
 """console.asgi.RequestThreads: the HTTP requests' synchronous work runs on a fixed set of threads, made once and
-kept, never one started per request; a request beyond the set waits for a thread rather than adding one."""
+kept, never one started per request; a request beyond the set waits for a thread rather than adding one, and is
+dropped when its client leaves while it waits."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class SyncWork:
         self.running = 0
         self.most_at_once = 0
         self.done = 0
+        self.bodies: list[bytes] = []
         self._lock = threading.Lock()
 
     def work(self) -> None:
@@ -36,14 +38,29 @@ class SyncWork:
             self.done += 1
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.bodies.append((await receive())["body"])  # as Django reads the request before its view
         await sync_to_async(self.work)()
 
 
 HTTP = {"type": "http"}
 
 
-async def nothing() -> dict[str, Any]:
-    return {}
+class Client:
+    """The ASGI receive of one request: its body, then nothing until it leaves (``leave``)."""
+
+    def __init__(self, body: bytes = b"") -> None:
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.queue.put_nowait({"type": "http.request", "body": body, "more_body": False})
+
+    async def __call__(self) -> dict[str, Any]:
+        return await self.queue.get()
+
+    def leave(self) -> None:
+        self.queue.put_nowait({"type": "http.disconnect"})
+
+
+def nothing() -> Client:
+    return Client()
 
 
 async def ignore(message: dict[str, Any]) -> None:
@@ -60,7 +77,7 @@ def test_many_requests_one_after_another_share_the_threads_made_once() -> None:
 
     async def main() -> None:
         for _ in range(40):
-            await pooled(HTTP, nothing, ignore)
+            await pooled(HTTP, nothing(), ignore)
 
     before = threading.active_count()
     asyncio.run(main())
@@ -76,7 +93,7 @@ def test_requests_beyond_the_set_wait_for_a_thread_rather_than_start_one() -> No
     pooled = RequestThreads(app, size=2)
 
     async def main() -> None:
-        requests = [asyncio.create_task(pooled(HTTP, nothing, ignore)) for _ in range(6)]
+        requests = [asyncio.create_task(pooled(HTTP, nothing(), ignore)) for _ in range(6)]
         for _ in range(200):  # until the first two run
             if app.running == 2:
                 break
@@ -99,11 +116,11 @@ def test_a_request_given_up_while_waiting_passes_its_turn_on() -> None:
     pooled = RequestThreads(app, size=1)
 
     async def main() -> None:
-        first = asyncio.create_task(pooled(HTTP, nothing, ignore))
+        first = asyncio.create_task(pooled(HTTP, nothing(), ignore))
         while app.running == 0:
             await asyncio.sleep(0.01)
-        given_up = asyncio.create_task(pooled(HTTP, nothing, ignore))
-        last = asyncio.create_task(pooled(HTTP, nothing, ignore))
+        given_up = asyncio.create_task(pooled(HTTP, nothing(), ignore))
+        last = asyncio.create_task(pooled(HTTP, nothing(), ignore))
         await asyncio.sleep(0.05)
         given_up.cancel()
         release.set()
@@ -122,6 +139,30 @@ def test_websockets_and_other_scopes_pass_through() -> None:
         seen.append(scope["type"])
 
     pooled = RequestThreads(app, size=1)
-    asyncio.run(pooled({"type": "websocket"}, nothing, ignore))
+    asyncio.run(pooled({"type": "websocket"}, nothing(), ignore))
     assert seen == ["websocket"]
     assert pooled.made == 0
+
+
+def test_a_request_whose_client_leaves_while_it_waits_is_not_worked_on() -> None:
+    release = threading.Event()
+    app = SyncWork(release)
+    pooled = RequestThreads(app, size=1)
+
+    async def main() -> None:
+        first = asyncio.create_task(pooled(HTTP, Client(b"first"), ignore))
+        while app.running == 0:
+            await asyncio.sleep(0.01)
+        gone, kept = Client(b"gone"), Client(b"kept")
+        left = asyncio.create_task(pooled(HTTP, gone, ignore))
+        last = asyncio.create_task(pooled(HTTP, kept, ignore))
+        await asyncio.sleep(0.05)
+        gone.leave()  # its client gave up (a time-out) while it waited for the thread
+        await asyncio.wait_for(left, timeout=10)  # done at once, without a thread
+        assert app.done == 0
+        release.set()
+        await asyncio.wait_for(asyncio.gather(first, last), timeout=10)
+
+    asyncio.run(main())
+    assert app.done == 2
+    assert app.bodies == [b"first", b"kept"]  # the waiting request's body, read while it waited, reached the app
