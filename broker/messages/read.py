@@ -6,11 +6,14 @@ partition had when the read began (a page never waits for messages not yet writt
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import kafka.errors
 from kafka import KafkaAdminClient, TopicPartition
@@ -314,23 +317,26 @@ def _page_inside(
     a metadata request of its own) get_page otherwise asks first are not needed. None when ``offset`` lies
     outside (get_page then clamps it and says so, as before), and when the answer does not say (a fetch
     answer without the log start offset, or a leader that did not answer lately): get_page reads as before.
-    Raises as get_page does."""
-    infos = get_topic_leaders(conn, topic)
-    info = _pick(infos, topic, partition)
-    leader = _led(info, topic)
-    if offset < 0 or conn.is_silent(leader):
+
+    The read does not wait for the metadata answer: it starts at once, beside it, from the leader the last
+    answer named (:func:`_leader_guess`), and is kept when the new answer names the same leader; otherwise
+    (a leader moved, a first read) it starts when the answer is in. The answer's errors come first, as
+    when it was asked first. Raises as get_page does."""
+    if offset < 0:
         return None
-    log = PartitionLog(conn, topic, partition, leader, first_fetch_bytes=PAGE_FIRST_FETCH)
-    deadline = time.monotonic() + conn.config.timeout * 2
-    with _reading(conn, topic, f"partition {partition}"):
-        try:
-            read = _read_inside(log, offset, limit, isolation, deadline)
-        except OffsetOutOfRange:
-            if log.high_watermark is None:
-                return None  # the first fetch was outside the partition
-            raise ClusterUnavailable(
-                f"Partition {partition} of {topic!r} changed while it was read (records were deleted); try again."
-            ) from None
+    guess = _leader_guess(conn, topic, partition)
+    early: Future[_Read] | None = None
+    if guess is not None and not conn.is_silent(guess):
+        early = _READS.submit(_read_from, conn, topic, partition, guess, offset, limit, isolation)
+    infos = get_topic_leaders(conn, topic)
+    leader = _led(_pick(infos, topic, partition), topic)
+    _note_leader(conn, topic, partition, leader)
+    if conn.is_silent(leader):
+        return None
+    if early is not None and leader == guess:
+        read = early.result()
+    else:
+        read = _read_from(conn, topic, partition, leader, offset, limit, isolation)
     if read is None:
         return None
     window, (start, end, stable) = read
@@ -351,6 +357,46 @@ def _page_inside(
         next_offset=window.following,
         prev_offset=window.before[0].offset if window.before else None,
     )
+
+
+# A page's rows and the (log start offset, high watermark, LSO) of its first answer; None: read as before.
+_Read = tuple[_Window, tuple[int, int, int]] | None
+# Where pages' reads run while their metadata request is out.
+_READS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="page-read")
+# Per connection, the leader of each partition in the last metadata answer a page was given.
+_LEADERS: WeakKeyDictionary[ClusterConnection, dict[tuple[str, int], int]] = WeakKeyDictionary()
+_LEADERS_LOCK = threading.Lock()
+_LEADERS_KEPT = 10_000
+
+
+def _leader_guess(conn: ClusterConnection, topic: str, partition: int) -> int | None:
+    with _LEADERS_LOCK:
+        return _LEADERS.get(conn, {}).get((topic, partition))
+
+
+def _note_leader(conn: ClusterConnection, topic: str, partition: int, leader: int) -> None:
+    with _LEADERS_LOCK:
+        known = _LEADERS.setdefault(conn, {})
+        if len(known) >= _LEADERS_KEPT:
+            known.clear()
+        known[(topic, partition)] = leader
+
+
+def _read_from(
+    conn: ClusterConnection, topic: str, partition: int, leader: int, offset: int, limit: int, isolation: str
+) -> _Read:
+    """:func:`_read_inside` from ``leader``; None when the first fetch was outside the partition."""
+    log = PartitionLog(conn, topic, partition, leader, first_fetch_bytes=PAGE_FIRST_FETCH)
+    deadline = time.monotonic() + conn.config.timeout * 2
+    with _reading(conn, topic, f"partition {partition}"):
+        try:
+            return _read_inside(log, offset, limit, isolation, deadline)
+        except OffsetOutOfRange:
+            if log.high_watermark is None:
+                return None  # the first fetch was outside the partition
+            raise ClusterUnavailable(
+                f"Partition {partition} of {topic!r} changed while it was read (records were deleted); try again."
+            ) from None
 
 
 def _read_inside(
