@@ -9,7 +9,7 @@ from functools import cached_property
 
 from django.urls import get_script_prefix, reverse
 
-from broker.decode import AvroSchema, Decoded, SchemaError, decode, parse_avro_schema
+from broker.decode import AvroSchema, Decoded, SchemaError, auto_data, decode, parse_avro_schema
 from broker.messages.log import Message
 from broker.messages.masking import masked_labels
 from console.models import TopicSchema
@@ -97,7 +97,25 @@ def preview(decoded: Decoded, raw: bytes | None) -> str:
         line = raw[: PREVIEW_LIMIT // 3].hex(" ")
     else:
         line = decoded.text
+    return _one_line(line)
+
+
+def _one_line(line: str) -> str:
     return line if len(line) <= PREVIEW_LIMIT else line[:PREVIEW_LIMIT] + "…"
+
+
+def _listed(raw: bytes | None, decoding: str, schema: AvroSchema | None, limit: int) -> tuple[Decoded, str]:
+    """A key or value as shown (``limit`` characters) with its preview. In a list (``limit`` up to LIST_LIMIT),
+    a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not the
+    pretty-printed form of a message's own page: printing that cost more than the rest of the row."""
+    if limit <= LIST_LIMIT and decoding == "auto" and raw:
+        kind, value = auto_data(raw)
+        if kind == "json":
+            line = _PREVIEW_JSON.encode(value)
+            one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
+            return one_line, _one_line(line)
+    decoded = decode(raw, decoding, schema, limit=limit)
+    return decoded, preview(decoded, raw)
 
 
 def message_url(cluster: str, topic: str, partition: int, offset: int) -> str:
@@ -121,14 +139,16 @@ _url_prefixes: dict[tuple[str, str, str, int], str] = {}
 
 
 def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_LIMIT) -> ShownMessage:
-    key = decode(message.key, decoding.key_as, decoding.key_schema, limit=limit)
-    value = decode(message.value, decoding.value_as, decoding.value_schema, limit=limit)
+    """``message`` decoded as ``decoding`` says, each part cut at ``limit`` characters: LIST_LIMIT for a row of a
+    list (where a JSON key or value's text is its one line: see _listed), DETAIL_LIMIT on its own page."""
+    key, key_preview = _listed(message.key, decoding.key_as, decoding.key_schema, limit)
+    value, value_preview = _listed(message.value, decoding.value_as, decoding.value_schema, limit)
     return ShownMessage(
         message=message,
         key=key,
         value=value,
         headers=[Header(name, decode(raw, "auto", limit=limit)) for name, raw in message.headers],
         url=message_url(cluster, message.topic, message.partition, message.offset),
-        key_preview=preview(key, message.key),
-        value_preview=preview(value, message.value),
+        key_preview=key_preview,
+        value_preview=value_preview,
     )
