@@ -1,9 +1,11 @@
 """A page of 50 messages at a random offset of a 1,000,000-message topic, through the console.
 
-Reference in the same run: a bare kafka-python consumer (created once, like the console's
-pooled one) doing assign / seek / poll for the same 50 messages at the same offsets. The
+Reference in the same run: a bare kafka-python consumer (created once, as a tool that keeps its
+connection would) doing assign / seek / poll for the same 50 messages at the same offsets. The
 figure is console p50 / bare p50 (and p99 / p99): what metadata, offsets, decoding, JSON or
-HTML and HTTP add to the fetch itself.
+HTML and HTTP add to the fetch itself. The three are measured interleaved: each offset is read
+by the bare consumer, the API and the page in turn (the order rotating), so that on a shared
+machine all three meet the same load.
 """
 
 from __future__ import annotations
@@ -79,25 +81,24 @@ def run() -> dict[str, Any]:
         while got < PAGE:
             got += len(consumer.poll(timeout_ms=1000, max_records=PAGE - got).get(tp, []))
 
-    bare_samples = _timed(bare, targets)
-    consumer.close()
+    try:
+        with console_server(",".join(bootstrap())) as url:
 
-    with console_server(",".join(bootstrap())) as url:
+            def api(p: int, offset: int) -> None:
+                path = f"/api/clusters/local/topics/{TOPIC}/partitions/{p}/messages?offset={offset}&limit={PAGE}"
+                with urllib.request.urlopen(url + path, timeout=30) as response:  # noqa: S310 - loopback
+                    assert response.status == 200
+                    response.read()
 
-        def api(p: int, offset: int) -> None:
-            path = f"/api/clusters/local/topics/{TOPIC}/partitions/{p}/messages?offset={offset}&limit={PAGE}"
-            with urllib.request.urlopen(url + path, timeout=30) as response:  # noqa: S310 - loopback
-                assert response.status == 200
-                response.read()
+            def html(p: int, offset: int) -> None:
+                path = f"/clusters/local/topics/{TOPIC}/partitions/{p}/?offset={offset}&limit={PAGE}"
+                with urllib.request.urlopen(url + path, timeout=30) as response:  # noqa: S310 - loopback
+                    assert response.status == 200
+                    response.read()
 
-        def html(p: int, offset: int) -> None:
-            path = f"/clusters/local/topics/{TOPIC}/partitions/{p}/?offset={offset}&limit={PAGE}"
-            with urllib.request.urlopen(url + path, timeout=30) as response:  # noqa: S310 - loopback
-                assert response.status == 200
-                response.read()
-
-        api_samples = _timed(api, targets)
-        page_samples = _timed(html, targets)
+            bare_samples, api_samples, page_samples = _interleaved([bare, api, html], targets)
+    finally:
+        consumer.close()
 
     bare_s, api_s, page_s = summarize_ms(bare_samples), summarize_ms(api_samples), summarize_ms(page_samples)
     result = {
@@ -115,12 +116,17 @@ def run() -> dict[str, Any]:
     return result
 
 
-def _timed(fn: Any, targets: list[tuple[int, int]]) -> list[float]:
+def _interleaved(fns: list[Any], targets: list[tuple[int, int]]) -> list[list[float]]:
+    """Each of ``fns`` timed on every target after the first five (a warm-up), in turn, the order rotating
+    from one target to the next; the samples of each, in seconds."""
     for p, o in targets[:5]:
-        fn(p, o)
-    samples = []
-    for p, o in targets[5:]:
-        started = time.perf_counter()
-        fn(p, o)
-        samples.append(time.perf_counter() - started)
+        for fn in fns:
+            fn(p, o)
+    samples: list[list[float]] = [[] for _ in fns]
+    for i, (p, o) in enumerate(targets[5:]):
+        for k in range(len(fns)):
+            which = (i + k) % len(fns)
+            started = time.perf_counter()
+            fns[which](p, o)
+            samples[which].append(time.perf_counter() - started)
     return samples
