@@ -503,7 +503,9 @@ class Progress:
             rss = self.memory.samples[-1][2] if self.memory.samples else {}
             names = self.memory.names
             errors = Counter(a.error for a in self.answers if a.error)
-            dropped = sum(1 for w in self.watchers if w.disconnected or w.error)
+            dropped = dict(
+                Counter(w.error or f"closed_{w.close_code}" for w in self.watchers if w.disconnected or w.error)
+            )
             threads = {names[pid]: count for pid, count in self.memory.threads().items()}
             print(
                 f"[load] {time.monotonic() - started:6.0f} s: {len(self.answers)} answered, errors {dict(errors)}, "
