@@ -20,6 +20,7 @@ from bench import (
     bench_load,
     bench_messages,
     bench_overview,
+    bench_search,
     bench_segments,
     bench_topics,
     bench_up,
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "segments_dump": bench_segments.run,
     "failover": bench_failover.run,
     "idle": bench_idle.run,
+    "search": bench_search.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
