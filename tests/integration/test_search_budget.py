@@ -286,4 +286,4 @@ def test_an_api_search_stops_when_its_client_goes_away(served: ServedConsole) ->
     wait_for_status(served, session, probe, 200)
     log = served.log.read_text(errors="replace")
     assert f"GET /api/clusters/local/topics/{name}/search/: the client went away; its search stops" in log
-    assert re.search(rf"search of local/{name} .*stopped on request, after \d+ records", log), log[-3000:]
+    assert re.search(rf"search of local/{name} .*stopped on request, after \d+ records?", log), log[-3000:]
