@@ -91,7 +91,7 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
     stored = {}
     for name in get_configs():
         try:
-            groups = get_groups(get_connection(name))
+            groups = get_groups(get_connection(name).background)  # apart from the pages' calls
         except KazamiError as exc:
             log.info("lag sampler: cluster %s skipped: %s", name, exc)
             continue

@@ -57,7 +57,7 @@ def observe(cluster: str, via: str | None = None) -> list[Event]:
     """Take a snapshot of ``cluster``, store what changed since the last one, and return those events.
     The first snapshot of a process has nothing to compare with. ``via``: what made this look (a ZooKeeper
     watch), kept in the events' details. Raises ClusterUnavailable."""
-    conn = get_connection(cluster)
+    conn = get_connection(cluster).background  # apart from the pages' calls
     if via is not None:
         conn.reads.forget()  # told of a change: an answer kept from before it would hide it
     snapshot = get_replication(conn)
