@@ -345,17 +345,17 @@ class ClusterConnection:
                 ) from None
             except (*_UNREACHABLE, *_REFUSED) as exc:
                 failure: BaseException = exc
-                closed = dropped = bool(used and getattr(used[0], "_closed", False))
+                closed = bool(used and getattr(used[0], "_closed", False))
             except _SETTLING as exc:
                 # The client's list of brokers is older than the metadata it was given (it bootstrapped
                 # while some brokers were still starting), or the cluster is settling (a group coordinator
                 # or a leader moved, and the client still asks the old one): a new client asks afresh.
-                failure, closed, dropped = exc, True, False
+                failure, closed = exc, True
             except Exception:
                 # A client closed under the call (another call gave up on it) fails in its own ways.
                 if not (used and getattr(used[0], "_closed", False)):
                     raise
-                failure, closed, dropped = kafka.errors.KafkaConnectionError("the client was closed"), True, True
+                failure, closed = kafka.errors.KafkaConnectionError("the client was closed"), True
             # One broker did not answer in time; the client closed that connection and stays usable.
             silent = isinstance(failure, kafka.errors.RequestTimedOutError)
             if not silent:
@@ -363,14 +363,7 @@ class ClusterConnection:
             # A client that had bootstrapped lost one broker's connection (it stopped): a new client asks
             # the others. Not when no broker could be reached at all: asking again would double the wait.
             reached = bool(used) and not isinstance(failure, _REFUSED)
-            left = deadline - time.monotonic()
-            if attempts > 0 and (silent or closed or reached) and left > self.config.timeout:
-                continue
-            # Another call gave up on the shared client (its own time-out: a slow answer of its own, such as
-            # the lag of thousands of groups) and dropped it under this one: not the cluster's fault, so a read
-            # is asked again on a new client with the time it has left (a page failed with "no broker
-            # answered" when it had waited behind the other call for more than 0.3 s).
-            if attempts > 0 and dropped and left > self.config.timeout / 4:
+            if attempts > 0 and (silent or closed or reached) and deadline - time.monotonic() > self.config.timeout:
                 continue
             if silent:
                 raise ClusterUnavailable(

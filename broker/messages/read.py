@@ -6,14 +6,11 @@ partition had when the read began (a page never waits for messages not yet writt
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import kafka.errors
 from kafka import KafkaAdminClient, TopicPartition
@@ -317,26 +314,12 @@ def _page_inside(
     a metadata request of its own) get_page otherwise asks first are not needed. None when ``offset`` lies
     outside (get_page then clamps it and says so, as before), and when the answer does not say (a fetch
     answer without the log start offset, or a leader that did not answer lately): get_page reads as before.
-
-    The read does not wait for the metadata answer: it starts at once, beside it, from the leader the last
-    answer named (:func:`_leader_guess`), and is kept when the new answer names the same leader; otherwise
-    (a leader moved, a first read) it starts when the answer is in. The answer's errors come first, as
-    when it was asked first. Raises as get_page does."""
-    if offset < 0:
-        return None
-    guess = _leader_guess(conn, topic, partition)
-    early: Future[_Read] | None = None
-    if guess is not None and not conn.is_silent(guess):
-        early = _READS.submit(_read_from, conn, topic, partition, guess, offset, limit, isolation)
+    Raises as get_page does."""
     infos = get_topic_leaders(conn, topic)
     leader = _led(_pick(infos, topic, partition), topic)
-    _note_leader(conn, topic, partition, leader)
-    if conn.is_silent(leader):
+    if offset < 0 or conn.is_silent(leader):
         return None
-    if early is not None and leader == guess:
-        read = early.result()
-    else:
-        read = _read_from(conn, topic, partition, leader, offset, limit, isolation)
+    read = _read_from(conn, topic, partition, leader, offset, limit, isolation)
     if read is None:
         return None
     window, (start, end, stable) = read
@@ -361,25 +344,6 @@ def _page_inside(
 
 # A page's rows and the (log start offset, high watermark, LSO) of its first answer; None: read as before.
 _Read = tuple[_Window, tuple[int, int, int]] | None
-# Where pages' reads run while their metadata request is out.
-_READS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="page-read")
-# Per connection, the leader of each partition in the last metadata answer a page was given.
-_LEADERS: WeakKeyDictionary[ClusterConnection, dict[tuple[str, int], int]] = WeakKeyDictionary()
-_LEADERS_LOCK = threading.Lock()
-_LEADERS_KEPT = 10_000
-
-
-def _leader_guess(conn: ClusterConnection, topic: str, partition: int) -> int | None:
-    with _LEADERS_LOCK:
-        return _LEADERS.get(conn, {}).get((topic, partition))
-
-
-def _note_leader(conn: ClusterConnection, topic: str, partition: int, leader: int) -> None:
-    with _LEADERS_LOCK:
-        known = _LEADERS.setdefault(conn, {})
-        if len(known) >= _LEADERS_KEPT:
-            known.clear()
-        known[(topic, partition)] = leader
 
 
 def _read_from(
