@@ -167,7 +167,15 @@ class _Watches:
         return held is not None and held.watching
 
     def drop(self, name: str | None = None) -> None:
-        for n in [name] if name is not None else list(self._held):
+        """Stop the watch of ``name`` (of every cluster when None) and forget what it told and the follow-up
+        looks it asked for: a process that lost the lease must not keep a look due (it would wait 0 s for it,
+        again and again, without the lease to take it)."""
+        with self._lock:
+            names = [name] if name is not None else list({*self._held, *self._told, *self._due})
+            for n in names:
+                self._told.pop(n, None)
+                self._due.pop(n, None)
+        for n in names:
             held = self._held.pop(n, None)
             if held is not None:
                 threading.Thread(target=held.stop, daemon=True).start()
@@ -231,10 +239,12 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
         if polled:
             # Set before the round, whatever it meets (no lease, an error): the next poll is an interval away.
             next_poll = now + settings.KAZAMI_REPLICATION_INTERVAL
+        holds = False
         try:
             if not acquire():
                 watches.drop()
             else:
+                holds = True
                 names = list(get_configs())
                 watch_round(names, polled)
                 if polled:
@@ -244,7 +254,7 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
                         prune()
         except Exception:
             log.exception("replication watch round failed")
-        due = watches.next_due(time.monotonic())
+        due = watches.next_due(time.monotonic()) if holds else None
         wait = max(0.0, next_poll - time.monotonic())
         watches.wake.wait(min(wait, due) if due is not None else wait)
 

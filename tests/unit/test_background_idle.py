@@ -45,3 +45,17 @@ def test_it_asks_for_the_lease_once_per_interval_in_the_replication_watch() -> N
 def test_it_asks_for_the_lease_once_per_interval_in_the_lag_sampler() -> None:
     asked = _asks_while_refused(lag_sampler.run_forever, "KAZAMI_LAG_SAMPLE_INTERVAL")
     assert 1 <= asked <= RUN_S / INTERVAL_S + 1, asked
+
+
+def test_a_follow_up_look_left_from_when_it_held_the_lease_does_not_make_it_spin() -> None:
+    # A process that held the lease heard a ZooKeeper watch (follow-up looks due), then lost the lease: the
+    # looks it can no longer take are forgotten, and it still asks once per interval.
+    replication_watch.watches.tell("gone", "brokers changed")
+    replication_watch.watches.take(0.0)  # follow-ups due from time 0, long past
+    assert replication_watch.watches.next_due(time.monotonic()) == 0.0
+    try:
+        asked = _asks_while_refused(replication_watch.run_forever, "KAZAMI_REPLICATION_INTERVAL")
+        assert 1 <= asked <= RUN_S / INTERVAL_S + 1, asked
+        assert replication_watch.watches.next_due(time.monotonic()) is None
+    finally:
+        replication_watch.watches.drop()

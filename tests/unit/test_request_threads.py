@@ -11,6 +11,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from console.asgi import GIVEN_EXECUTORS, RequestThreads
+from tests.aio import run
 
 
 class SyncWork:
@@ -80,7 +81,7 @@ def test_many_requests_one_after_another_share_the_threads_made_once() -> None:
             await pooled(HTTP, nothing(), ignore)
 
     before = threading.active_count()
-    asyncio.run(main())
+    run(main())
     assert app.done == 40
     assert len(app.threads) == 1  # one at a time: the same thread again and again
     assert pooled.made == 1
@@ -103,7 +104,7 @@ def test_requests_beyond_the_set_wait_for_a_thread_rather_than_start_one() -> No
         release.set()
         await asyncio.gather(*requests)
 
-    asyncio.run(main())
+    run(main())
     assert app.done == 6
     assert app.most_at_once == 2
     assert pooled.made == 2
@@ -127,7 +128,7 @@ def test_a_request_given_up_while_waiting_passes_its_turn_on() -> None:
         await asyncio.wait_for(asyncio.gather(first, last), timeout=10)
         assert given_up.cancelled()
 
-    asyncio.run(main())
+    run(main())
     assert app.done == 2
     assert pooled.made == 1
 
@@ -139,7 +140,7 @@ def test_websockets_and_other_scopes_pass_through() -> None:
         seen.append(scope["type"])
 
     pooled = RequestThreads(app, size=1)
-    asyncio.run(pooled({"type": "websocket"}, nothing(), ignore))
+    run(pooled({"type": "websocket"}, nothing(), ignore))
     assert seen == ["websocket"]
     assert pooled.made == 0
 
@@ -163,6 +164,6 @@ def test_a_request_whose_client_leaves_while_it_waits_is_not_worked_on() -> None
         release.set()
         await asyncio.wait_for(asyncio.gather(first, last), timeout=10)
 
-    asyncio.run(main())
+    run(main())
     assert app.done == 2
     assert app.bodies == [b"first", b"kept"]  # the waiting request's body, read while it waited, reached the app

@@ -16,6 +16,7 @@ from django.test import override_settings
 from broker.messages.query import MAX_REGEXES, parse_query
 from broker.messages.query_terms import REGEX_SECONDS, DeadlinePassed, MessageView, QueryError, RegexBudgetSpent
 from console.live.search import SearchesBusy, running_searches, search_slot, searcher, until_client_leaves
+from tests.aio import run
 
 # Backtracks for longer than anyone would wait on a text without "~" or "Q": each message gets REGEX_SECONDS.
 CATASTROPHIC = '"(.*){1,999}[~Q]"'
@@ -216,19 +217,19 @@ def test_the_work_of_a_client_that_goes_away_is_told_to_stop() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(client_leaves())
+    run(client_leaves())
     assert stopped.wait(30)
 
 
 @pytest.mark.django_db
 def test_the_work_of_a_client_that_stays_gives_its_answer_and_its_errors() -> None:
-    assert asyncio.run(until_client_leaves(lambda cancel: "answer" if not cancel.is_set() else "?", "test")) == "answer"
+    assert run(until_client_leaves(lambda cancel: "answer" if not cancel.is_set() else "?", "test")) == "answer"
 
     def failing(cancel: threading.Event) -> str:
         raise SearchesBusy("busy")
 
     with pytest.raises(SearchesBusy):
-        asyncio.run(until_client_leaves(failing, "test"))
+        run(until_client_leaves(failing, "test"))
 
 
 # --- a slow comparison inside one record
