@@ -92,6 +92,10 @@ ACTIONS: dict[str, Action] = {
     "connect.restart_failed": Action("change_topics", "restart failed connector tasks"),
     "connect.offsets": Action("reset_offsets", "reset or alter connector offsets"),
     "connect.delete": Action("delete_topics", "delete connectors"),
+    # Schema registry: operators register schemas and set compatibility (as they change topics); admins delete.
+    "schemas.register": Action("change_topics", "register schemas"),
+    "schemas.compatibility": Action("change_topics", "change schema compatibility"),
+    "schemas.delete": Action("delete_topics", "delete schemas and subjects"),
 }
 
 
