@@ -19,7 +19,8 @@ where hidden text leaves. A masked JSON document is written again as JSON (``jso
 and spacing may be written differently from the original); an unmasked part keeps its bytes exactly.
 A replacement has a fixed length (``••••`` by default), so a masked value does not tell how long the
 hidden one was. Avro keys and values are masked as the document the topic's schema reads (a
-:func:`avro_reader` given to the Masker) and then written as JSON; without a schema they are bytes,
+:func:`avro_reader` given to the Masker), and records in a schema registry's wire format as the document their
+registered schema reads (:func:`registry_reader`), and then written as JSON; without a schema they are bytes,
 matched by ``regex`` only. A schema is uploaded by people the rules may mask for, so it cannot switch a
 pattern off: when the bytes hold a match the schema's document does not (a schema that reads text as
 numbers, or cuts a card number across fields), the bytes are masked as bytes instead, and the whole
@@ -49,7 +50,7 @@ from typing import Any, TypeVar
 
 import regex
 
-from broker.decode import AvroSchema, decode
+from broker.decode import SCHEMA_KINDS, AvroSchema, RecordDecoder, decode
 from broker.errors import ConfigError
 from broker.messages.log import Message
 
@@ -410,6 +411,17 @@ def avro_reader(schema: AvroSchema) -> Reader:
     def read(raw: bytes) -> Any:
         decoded = decode(raw, "avro", schema, limit=0)
         return decoded.data if decoded.kind == "avro" else NOT_READ
+
+    return read
+
+
+def registry_reader(registry: RecordDecoder, schema: AvroSchema | None = None) -> Reader:
+    """A reader of records in a schema registry's wire format (Avro, Protobuf, JSON Schema) as the pages decode
+    them, and, when the registry does not read them, of values written with the topic's uploaded ``schema``."""
+
+    def read(raw: bytes) -> Any:
+        decoded = decode(raw, "auto", schema, limit=0, registry=registry)
+        return decoded.data if decoded.kind in SCHEMA_KINDS else NOT_READ
 
     return read
 

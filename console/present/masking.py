@@ -9,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-from broker.messages.masking import ROLE_LEVELS, Masker, MaskRule, avro_reader, rules_for
+from broker.decode import AvroSchema, RecordDecoder
+from broker.messages.masking import ROLE_LEVELS, Masker, MaskRule, Reader, avro_reader, registry_reader, rules_for
 from console.access import VIEWER, role_of
 from console.present.messages import decoding_for
 
@@ -29,13 +30,20 @@ def masker_for_role(cluster: str, topic: str, role: str | None) -> Masker:
     applying = rules_for(get_rules(cluster), cluster, topic, role)
     if not applying:
         return Masker()
-    # The topic's Avro schemas, so Avro keys and values are masked as the documents the pages show.
+    # The topic's Avro schemas and its registry, so such keys and values are masked as the documents the pages
+    # show.
     decoding = decoding_for(cluster, topic)
     return Masker(
         applying,
-        key_reader=avro_reader(decoding.key_schema) if decoding.key_schema else None,
-        value_reader=avro_reader(decoding.value_schema) if decoding.value_schema else None,
+        key_reader=_reader(decoding.key_schema, decoding.registry),
+        value_reader=_reader(decoding.value_schema, decoding.registry),
     )
+
+
+def _reader(schema: AvroSchema | None, registry: RecordDecoder | None) -> Reader | None:
+    if registry is None or registry.source is None:
+        return avro_reader(schema) if schema else None
+    return registry_reader(registry, schema)
 
 
 def masker_for(user: Any, cluster: str, topic: str) -> Masker:

@@ -1,15 +1,21 @@
-"""Messages as JSON for the API and downloads: bytes as text when UTF-8, base64 otherwise, and which."""
+"""Messages as JSON for the API and downloads: bytes as text when UTF-8, base64 otherwise, and which. A key or
+value a schema registry's schema reads (Avro, Protobuf, JSON Schema) is given as its decoded document instead:
+``*_kind`` avro / protobuf / json_schema, ``*_encoding`` "json" (the text is the document's JSON), and
+``*_schema`` {"id", "subject", "version", "type"}; ``*_error`` says why a framed record was not read (unknown
+id, registry down) or why a JSON Schema document fails its schema."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import HttpResponse
 
-from broker.decode import AvroSchema, auto_data, decode, wire_value
+from broker.decode import SCHEMA_KINDS, AvroSchema, Decoded, RecordDecoder, auto_data, decode, wire_value
 from broker.errors import InvalidInput, NotFound
 from broker.messages.log import Message, hidden_reason
 from broker.messages.masking import masked_labels
+from broker.schemas import wire
 from console.access import Forbidden
 from console.present.messages import Decoding, ShownMessage, decoding_for
 
@@ -19,11 +25,11 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
     the pages label it under auto (json, text, avro, binary, empty or null), whatever the transport
     ``*_encoding`` (text with a NUL byte is UTF-8 on the wire but binary to read)."""
     key, value = wire_value(m.key), wire_value(m.value)
-    kinds = {}
+    kinds: dict[str, Any] = {}
     if decoding is not None:
         kinds = {
-            "key_kind": auto_kind(m.key, decoding.key_schema),
-            "value_kind": auto_kind(m.value, decoding.value_schema),
+            **_part("key", m.key, decoding.key_schema, decoding.registry),
+            **_part("value", m.value, decoding.value_schema, decoding.registry),
         }
     return {
         "partition": m.partition,
@@ -48,29 +54,49 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
     }
 
 
-def auto_kind(raw: bytes | None, schema: AvroSchema | None) -> str:
-    """``decode(raw, "auto", schema).kind`` without the text a page shows (a JSON value is not pretty-printed
-    to be named json)."""
+def auto_kind(raw: bytes | None, schema: AvroSchema | None, registry: RecordDecoder | None = None) -> str:
+    """``decode(raw, "auto", schema, registry=registry).kind`` without the text a page shows (a JSON value is
+    not pretty-printed to be named json)."""
     kind = auto_data(raw)[0]
-    if kind == "binary" and schema is not None:
-        return decode(raw, "auto", schema, limit=0).kind  # Avro when the schema reads it
+    if kind == "binary" and (schema is not None or (registry is not None and wire.is_framed(raw))):
+        return decode(raw, "auto", schema, limit=0, registry=registry).kind  # what the schemas read
     return kind
 
 
+def schema_fields(part: str, decoded: Decoded) -> dict[str, Any]:
+    """The API's fields for a key or value ``part`` a registry's schema named: its kind, the schema, the
+    decoded document as JSON text (when it read), and the reason it did not read or fails its schema."""
+    fields: dict[str, Any] = {f"{part}_kind": decoded.kind, f"{part}_schema": decoded.schema}
+    if decoded.kind in SCHEMA_KINDS:
+        fields[part] = json.dumps(decoded.data, ensure_ascii=False)
+        fields[f"{part}_encoding"] = "json"
+    if decoded.error:
+        fields[f"{part}_error"] = decoded.error
+    return fields
+
+
+def _part(part: str, raw: bytes | None, schema: AvroSchema | None, registry: RecordDecoder | None) -> dict[str, Any]:
+    kind = auto_data(raw)[0]
+    if kind != "binary" or (schema is None and (registry is None or not wire.is_framed(raw))):
+        return {f"{part}_kind": kind}
+    decoded = decode(raw, "auto", schema, limit=0, registry=registry)
+    if decoded.schema is None:
+        return {f"{part}_kind": decoded.kind}
+    return schema_fields(part, decoded)
+
+
 def messages_json(cluster: str, topic: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """:func:`message_json` of each message with its kinds. The topic's Avro schemas (a database query) are
-    read only when a key or value is binary: no other kind depends on them."""
+    """:func:`message_json` of each message with its kinds. The topic's Avro schemas (a database query) and its
+    registry are looked up only when a key or value is binary: no other kind depends on them."""
     found = []
     schemas: Decoding | None = None
     for m in messages:
         key_kind, value_kind = auto_data(m.key)[0], auto_data(m.value)[0]
         if key_kind == "binary" or value_kind == "binary":
             schemas = schemas or decoding_for(cluster, topic)
-            if key_kind == "binary" and schemas.key_schema is not None:
-                key_kind = auto_kind(m.key, schemas.key_schema)
-            if value_kind == "binary" and schemas.value_schema is not None:
-                value_kind = auto_kind(m.value, schemas.value_schema)
-        found.append({**message_json(m), "key_kind": key_kind, "value_kind": value_kind})
+            found.append(message_json(m, schemas))
+        else:
+            found.append({**message_json(m), "key_kind": key_kind, "value_kind": value_kind})
     return found
 
 
@@ -87,7 +113,11 @@ MASKED_COLUMN = "masked"
 def shown_json(shown: ShownMessage) -> dict[str, Any]:
     """A message decoded under auto for a page (console.present.messages.show) for the API: message_json with the
     kinds the page already found."""
-    return {**message_json(shown.message), "key_kind": shown.key.kind, "value_kind": shown.value.kind}
+    found = {**message_json(shown.message), "key_kind": shown.key.kind, "value_kind": shown.value.kind}
+    for part, decoded in (("key", shown.key), ("value", shown.value)):
+        if decoded.schema is not None:
+            found.update(schema_fields(part, decoded))
+    return found
 
 
 def csv_row(m: Message, masked_column: bool = False) -> list[Any]:
@@ -110,16 +140,23 @@ def check_raw_download(m: Message, part: str) -> None:
 
 
 def raw_download(
-    m: Message, part: str, isolation: str = "read_uncommitted", last_stable_offset: int | None = None
+    m: Message,
+    part: str,
+    isolation: str = "read_uncommitted",
+    last_stable_offset: int | None = None,
+    as_json: Decoding | None = None,
 ) -> HttpResponse:
-    """The bytes of a message's ``part`` (``key`` or ``value``) as a file, exactly as Kafka holds them.
-    Raises InvalidInput for another part, NotFound when that part is null (no bytes to give, which an
-    empty file would hide: an empty key or value downloads as an empty file), when the offset is a
-    transaction marker, and when a consumer of ``isolation`` is not given the record (read_committed: an
-    aborted or open record, or any at or above the partition's ``last_stable_offset``)."""
+    """The bytes of a message's ``part`` (``key`` or ``value``) as a file, exactly as Kafka holds them; with
+    ``as_json`` (the topic's decoding), the document a registry's schema reads from them (or a JSON value) as
+    a JSON file instead. Raises InvalidInput for another part or, as JSON, bytes that hold no document (with
+    the reason), NotFound when that part is null (no bytes to give, which an empty file would hide: an empty
+    key or value downloads as an empty file), when the offset is a transaction marker, and when a consumer of
+    ``isolation`` is not given the record (read_committed: an aborted or open record, or any at or above the
+    partition's ``last_stable_offset``). A masked part is given as JSON only (``m`` is the masked message)."""
     if part not in ("key", "value"):
         raise InvalidInput(f"download must be key or value, not {part[:20]!r}.")
-    check_raw_download(m, part)
+    if as_json is None:
+        check_raw_download(m, part)
     hidden = hidden_reason(m, isolation, last_stable_offset)
     if hidden is not None:
         raise NotFound(f"Nothing to download: {hidden}")
@@ -127,7 +164,22 @@ def raw_download(
     if raw is None:
         what = "this message has no key (null)" if part == "key" else "its value is null (a tombstone)"
         raise NotFound(f"Nothing to download: {what}. Offset {m.offset} of partition {m.partition}.")
+    if as_json is not None:
+        return _json_download(m, part, raw, as_json)
     response = HttpResponse(raw, content_type="application/octet-stream")
     response["Content-Disposition"] = f'attachment; filename="{m.topic}-{m.partition}-{m.offset}.{part}.bin"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _json_download(m: Message, part: str, raw: bytes, decoding: Decoding) -> HttpResponse:
+    schema = decoding.key_schema if part == "key" else decoding.value_schema
+    decoded = decode(raw, "auto", schema, limit=0, registry=decoding.registry)
+    if decoded.kind != "json" and decoded.kind not in SCHEMA_KINDS:
+        why = f": {decoded.error}" if decoded.error else ""
+        raise InvalidInput(f"The {part} of offset {m.offset} is {decoded.kind}, not a document to give as JSON{why}.")
+    body = json.dumps(decoded.data, ensure_ascii=False, indent=2).encode("utf-8", "surrogatepass")
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{m.topic}-{m.partition}-{m.offset}.{part}.json"'
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
+from urllib.parse import quote
 
 from django.urls import get_script_prefix, reverse
 
-from broker.decode import AvroSchema, Decoded, SchemaError, auto_data, decode, parse_avro_schema
+from broker.decode import (
+    SCHEMA_KINDS,
+    AvroSchema,
+    Decoded,
+    RecordDecoder,
+    SchemaError,
+    auto_data,
+    decode,
+    parse_avro_schema,
+)
+from broker.errors import ConfigError
 from broker.messages.log import Message
 from broker.messages.masking import masked_labels
+from console.config.registry import registry_for
 from console.models import TopicSchema
 
 LIST_LIMIT = 2_000  # characters of a key or value decoded for a list of messages
@@ -34,6 +47,8 @@ class ShownMessage:
     url: str
     key_preview: str = ""
     value_preview: str = ""
+    key_schema_url: str = ""  # the schemas page of the subject a registry record's key names
+    value_schema_url: str = ""
 
     @cached_property
     def masked(self) -> tuple[str, ...]:
@@ -64,6 +79,27 @@ class Decoding:
     key_schema: AvroSchema | None = None
     value_schema: AvroSchema | None = None
     schema_errors: tuple[str, ...] = ()
+    # The cluster's schema registry, for records in its wire format (None: not asked, as in unit tests)
+    registry: RecordDecoder | None = None
+
+
+_decoders: dict[str, tuple[object, RecordDecoder]] = {}
+_decoders_lock = threading.Lock()
+
+
+def record_decoder(cluster: str) -> RecordDecoder:
+    """The reader of ``cluster``'s wire-format records: one per registry in this process, so the schemas it
+    compiled are kept across pages; without a registry (or with one configured wrongly) it says so for each
+    framed record."""
+    try:
+        registry = registry_for(cluster)
+    except ConfigError as exc:
+        return RecordDecoder(None, f"the schema registry is not configured correctly: {exc}")
+    with _decoders_lock:
+        kept = _decoders.get(cluster)
+        if kept is None or kept[0] is not registry:
+            kept = _decoders[cluster] = (registry, RecordDecoder(registry))
+        return kept[1]
 
 
 def decoding_for(cluster: str, topic: str, key_as: str = "auto", value_as: str = "auto") -> Decoding:
@@ -82,6 +118,7 @@ def decoding_for(cluster: str, topic: str, key_as: str = "auto", value_as: str =
         key_schema=schemas.get("key"),
         value_schema=schemas.get("value"),
         schema_errors=tuple(errors),
+        registry=record_decoder(cluster),
     )
 
 
@@ -91,7 +128,7 @@ _PREVIEW_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), de
 
 def preview(decoded: Decoded, raw: bytes | None) -> str:
     """One line for a list: compact JSON, the text, or the first bytes in hex; cut at PREVIEW_LIMIT."""
-    if decoded.kind in ("json", "avro"):
+    if decoded.kind == "json" or decoded.kind in SCHEMA_KINDS:
         line = _PREVIEW_JSON.encode(decoded.data)
     elif decoded.kind == "binary" and raw is not None:
         line = raw[: PREVIEW_LIMIT // 3].hex(" ")
@@ -104,7 +141,9 @@ def _one_line(line: str) -> str:
     return line if len(line) <= PREVIEW_LIMIT else line[:PREVIEW_LIMIT] + "…"
 
 
-def _listed(raw: bytes | None, decoding: str, schema: AvroSchema | None, limit: int) -> tuple[Decoded, str]:
+def _listed(
+    raw: bytes | None, decoding: str, schema: AvroSchema | None, limit: int, registry: RecordDecoder | None = None
+) -> tuple[Decoded, str]:
     """A key or value as shown (``limit`` characters) with its preview. In a list (``limit`` up to LIST_LIMIT),
     a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not the
     pretty-printed form of a message's own page: printing that cost more than the rest of the row."""
@@ -114,7 +153,7 @@ def _listed(raw: bytes | None, decoding: str, schema: AvroSchema | None, limit: 
             line = _PREVIEW_JSON.encode(value)
             one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
             return one_line, _one_line(line)
-    decoded = decode(raw, decoding, schema, limit=limit)
+    decoded = decode(raw, decoding, schema, limit=limit, registry=registry)
     return decoded, preview(decoded, raw)
 
 
@@ -141,8 +180,8 @@ _url_prefixes: dict[tuple[str, str, str, int], str] = {}
 def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_LIMIT) -> ShownMessage:
     """``message`` decoded as ``decoding`` says, each part cut at ``limit`` characters: LIST_LIMIT for a row of a
     list (where a JSON key or value's text is its one line: see _listed), DETAIL_LIMIT on its own page."""
-    key, key_preview = _listed(message.key, decoding.key_as, decoding.key_schema, limit)
-    value, value_preview = _listed(message.value, decoding.value_as, decoding.value_schema, limit)
+    key, key_preview = _listed(message.key, decoding.key_as, decoding.key_schema, limit, decoding.registry)
+    value, value_preview = _listed(message.value, decoding.value_as, decoding.value_schema, limit, decoding.registry)
     return ShownMessage(
         message=message,
         key=key,
@@ -151,4 +190,14 @@ def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_L
         url=message_url(cluster, message.topic, message.partition, message.offset),
         key_preview=key_preview,
         value_preview=value_preview,
+        key_schema_url=schema_url(cluster, key),
+        value_schema_url=schema_url(cluster, value),
     )
+
+
+def schema_url(cluster: str, decoded: Decoded) -> str:
+    """The schemas page of the subject ``decoded`` was read with (registry records), or ""."""
+    subject = (decoded.schema or {}).get("subject")
+    if not subject:
+        return ""
+    return f"{get_script_prefix()}clusters/{quote(cluster, safe='')}/schemas/{quote(str(subject), safe='')}/"

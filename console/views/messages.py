@@ -176,7 +176,8 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
     message = masker_for(request.user, cluster, topic).message(found.message)
     download = request.GET.get("download")
     if download is not None:
-        return raw_download(message, download, _isolation(request), found.last_stable_offset)
+        as_json = decoding_for(cluster, topic) if request.GET.get("as") == "json" else None
+        return raw_download(message, download, _isolation(request), found.last_stable_offset, as_json)
     decoding = _decoding(request, cluster, topic)
     return render(
         request,
@@ -417,7 +418,8 @@ def api_message(request: HttpRequest, cluster: str, topic: str, partition: int, 
     download = request.GET.get("download")
     isolation = _isolation(request)
     if download is not None:
-        return raw_download(shown, download, isolation, found.last_stable_offset)
+        as_json = decoding_for(cluster, topic) if request.GET.get("as") == "json" else None
+        return raw_download(shown, download, isolation, found.last_stable_offset, as_json)
     hidden = found.hidden_reason(isolation)
     if hidden is not None and isolation == "read_committed":
         # Asked as a read_committed consumer would read it: what such a consumer is not given is not there.
