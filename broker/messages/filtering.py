@@ -18,7 +18,11 @@ that is certain:
 
 A masked reader sees texts the records do not hold (a mask's replacement): searches with masking use no probe.
 The texts are those of records read under "auto" (JSON, text, bytes): a reader that decodes records otherwise
-(Avro, whose field names are not in the bytes) must not use it.
+(Avro, whose field names are not in the bytes) must not use it. Records in a schema registry's wire format are
+such records (an enum, a timestamp, a decimal or a bytes field is not in the bytes as the filter sees it): with
+``framed`` (the topic's cluster has a registry, and :class:`LazyView` reads such records with it), the probe
+lets every record in the wire format through and passes over no batch (a batch's bytes do not tell where a
+record's value starts).
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from broker.decode import auto_data
+from broker.decode import SCHEMA_KINDS, RecordDecoder, auto_data, decode
 from broker.messages.log import Message, PassOver
 from broker.messages.query import Query
 from broker.messages.query_terms import _And, _Compare, _Literal, _Node, _Or
+from broker.schemas import wire
 
 _PROBED_ROOTS = ("key", "value", "headers")
 _PROBED_OPERATORS = ("==", "contains", "startswith", "endswith", "in")
@@ -44,12 +49,15 @@ _RECORD_CHECKS_TRIED = 2000
 
 class LazyView:
     """What a filter sees of a message (the fields of broker.messages.query_terms.MessageView), its key, value
-    and headers decoded under "auto" when first read, not before."""
+    and headers decoded under "auto" when first read, not before. With ``registry``, a key or value in a schema
+    registry's wire format is the document its schema reads (Avro, Protobuf, JSON Schema), so a filter reaches
+    into its fields (``value.customer.id == "42"``)."""
 
-    __slots__ = ("_headers", "_key", "_message", "_value")
+    __slots__ = ("_headers", "_key", "_message", "_registry", "_value")
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, registry: RecordDecoder | None = None) -> None:
         self._message = message
+        self._registry = registry
         self._key: tuple[str, object] | None = None
         self._value: tuple[str, object] | None = None
         self._headers: dict[str, object] | None = None
@@ -78,25 +86,33 @@ class LazyView:
     def transaction(self) -> str | None:
         return self._message.transaction
 
+    def _read(self, raw: bytes | None) -> tuple[str, object]:
+        found = auto_data(raw)
+        if found[0] == "binary" and self._registry is not None and wire.is_framed(raw):
+            decoded = decode(raw, "auto", limit=0, registry=self._registry)
+            if decoded.kind in SCHEMA_KINDS:
+                return decoded.kind, decoded.data
+        return found
+
     def _decoded_key(self) -> tuple[str, object]:
         if self._key is None:
-            self._key = auto_data(self._message.key)
+            self._key = self._read(self._message.key)
         return self._key
 
     def _decoded_value(self) -> tuple[str, object]:
         if self._value is None:
-            self._value = auto_data(self._message.value)
+            self._value = self._read(self._message.value)
         return self._value
 
     @property
     def key(self) -> object:
         kind, data = self._decoded_key()
-        return data if kind in ("json", "text") else self._message.key
+        return data if kind in ("json", "text") or kind in SCHEMA_KINDS else self._message.key
 
     @property
     def value(self) -> object:
         kind, data = self._decoded_value()
-        return data if kind in ("json", "text") else self._message.value
+        return data if kind in ("json", "text") or kind in SCHEMA_KINDS else self._message.value
 
     @property
     def key_text(self) -> str | None:
@@ -130,9 +146,10 @@ class Probe:
     (UTF-8, as written plain or inside a JSON string). ``guards``: escapes that may hide a text (a batch or a
     record holding one is always read)."""
 
-    __slots__ = ("_checked", "_kept", "clauses", "guards")
+    __slots__ = ("_checked", "_kept", "clauses", "framed", "guards")
 
-    def __init__(self, clauses: list[frozenset[bytes]]) -> None:
+    def __init__(self, clauses: list[frozenset[bytes]], framed: bool = False) -> None:
+        self.framed = framed  # records in the wire format are read with a registry: let them all through
         # The clause whose shortest text is longest first: the likeliest to be missing.
         ordered = sorted(clauses, key=_shortest, reverse=True)
         self.clauses = tuple(tuple(sorted(c, key=len, reverse=True)) for c in ordered)
@@ -144,7 +161,10 @@ class Probe:
         return f"Probe({[[n.decode() for n in c] for c in self.clauses]})"
 
     def may_hold(self, data: bytes) -> bool:
-        """Whether ``data`` (a batch's records) may hold a match: a text of every clause, or an escape."""
+        """Whether ``data`` (a batch's records) may hold a match: a text of every clause, or an escape (always,
+        when ``framed``: any of its records may be in the wire format)."""
+        if self.framed:
+            return True
         for guard in self.guards:
             if guard in data:
                 return True
@@ -168,6 +188,8 @@ class Probe:
         return False
 
     def _kept_by(self, message: Message) -> bool:
+        if self.framed and (wire.is_framed(message.value) or wire.is_framed(message.key)):
+            return True
         fields = [f for f in (message.value, message.key) if f is not None]
         for name, raw in message.headers:
             fields.append(name.encode("utf-8", "replace"))
@@ -194,11 +216,12 @@ def _shortest(clause: frozenset[bytes]) -> int:
 Clauses = list[frozenset[bytes]]
 
 
-def probe_for(query: Query) -> Probe | None:
-    """The probe of ``query``, or None when no text is certain to be in every match (or the filter is empty)."""
+def probe_for(query: Query, framed: bool = False) -> Probe | None:
+    """The probe of ``query``, or None when no text is certain to be in every match (or the filter is empty).
+    ``framed``: records in a registry's wire format are decoded by the filter (see the module)."""
     tree = query.tree
     clauses = _clauses(tree) if tree is not None else None
-    return Probe(clauses) if clauses else None
+    return Probe(clauses, framed) if clauses else None
 
 
 def _clauses(node: _Node) -> Clauses | None:

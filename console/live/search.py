@@ -28,6 +28,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from broker.client.connection import ClusterConnection
+from broker.decode import RecordDecoder
 from broker.errors import InvalidInput, KazamiError
 from broker.messages import read as messages
 from broker.messages.filtering import LazyView, probe_for
@@ -120,14 +121,21 @@ def search_spec_from(values: Mapping[str, Any]) -> SearchSpec:
     )
 
 
-def predicate_for(query: Query, masker: Masker = NO_MASKING) -> Callable[[Message], bool]:
+def predicate_for(
+    query: Query, masker: Masker = NO_MASKING, registry: RecordDecoder | None = None
+) -> Callable[[Message], bool]:
     """Whether a message matches ``query``, as the user is shown it: masked by ``masker``, so a search
-    cannot find what masking hides from the user. The filter decodes only what it reads of each message."""
+    cannot find what masking hides from the user; records in a schema registry's wire format read with
+    ``registry``. The filter decodes only what it reads of each message."""
     if not query.source.strip():
         return lambda _m: True
     if not masker.active:
-        return lambda m: query.matches(LazyView(m))
-    return lambda m: query.matches(LazyView(masker.message(m)))
+        return lambda m: query.matches(LazyView(m, registry))
+    return lambda m: query.matches(LazyView(masker.message(m), registry))
+
+
+def _has_registry(registry: RecordDecoder | None) -> bool:
+    return registry is not None and registry.source is not None
 
 
 # ------------------------------------------------------------------------------------------------ the budget
@@ -279,7 +287,7 @@ def run_search(
         conn,
         topic,
         ranges,
-        predicate_for(query, masker),
+        predicate_for(query, masker, decoding.registry),
         max_scan=spec.max_scan,
         max_matches=spec.max_matches,
         cancel=cancel,
@@ -288,7 +296,7 @@ def run_search(
         isolation=spec.isolation,
         report_seconds=PUSH_EVERY,
         # A masked reader sees texts the records do not hold: no probe then (broker.messages.filtering).
-        probe=None if masker.active else probe_for(query),
+        probe=None if masker.active else probe_for(query, framed=_has_registry(decoding.registry)),
     ):
         shown = show(cluster, masker.message(message), decoding)
         result.shown.append(shown)

@@ -275,3 +275,46 @@ def test_json_schema_documents_are_checked_and_shown_even_when_they_fail() -> No
     broken = decode(wire.frame(21, b"{nope"), registry=registry)
     assert broken.kind == "binary"
     assert "not valid JSON" in (broken.error or "")
+
+
+ENUMS = {
+    "type": "record",
+    "name": "Payment",
+    "fields": [
+        {"name": "customer", "type": {"type": "record", "name": "C", "fields": [{"name": "id", "type": "string"}]}},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["OPEN", "PAID"]}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "matches"),
+    [
+        ('value.customer.id == "42"', True),
+        ('value.customer.id == "43"', False),
+        ('value.status == "PAID"', True),  # an enum symbol is not in the bytes: the probe must let it through
+        ('value.customer.id startswith "4" and value.status == "OPEN"', False),
+    ],
+)
+def test_search_filters_reach_into_decoded_fields_and_the_probe_lets_framed_records_through(
+    query: str, matches: bool
+) -> None:
+    from broker.messages.filtering import LazyView, probe_for
+    from broker.messages.log import Message
+    from broker.messages.query import parse_query
+
+    source = Memory()
+    source.add(31, AVRO, json.dumps(ENUMS))
+    raw = wire.frame(31, _avro({"customer": {"id": "42"}, "status": "PAID"}, ENUMS))
+    message = Message("t", 0, 7, 1_700_000_000_000, "CreateTime", None, raw, [], None)
+    parsed = parse_query(query)
+    assert parsed.matches(LazyView(message, RecordDecoder(source))) is matches
+    assert parsed.matches(LazyView(message)) is False  # without the registry: bytes, no fields
+    probe = probe_for(parsed, framed=True)
+    if probe is not None:
+        assert probe.may_match(message)
+        assert probe.may_hold(raw)
+    if query == 'value.status == "PAID"':
+        unaware = probe_for(parsed)
+        assert unaware is not None
+        assert not unaware.may_match(message)  # what the probe would have skipped without framed
