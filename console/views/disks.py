@@ -13,8 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from broker.cluster import logdirs
-from broker.decode import decode, wire_value
+from broker.decode import RecordDecoder, decode, wire_value
 from broker.errors import KazamiError, NotFound
+from broker.schemas import wire
 from broker.segments import (
     LogReader,
     check_offset_index,
@@ -29,6 +30,8 @@ from console.config.clusters import get_connection
 from console.errors import api_view, page_view
 from console.params import int_param
 from console.present.masking import masker_for
+from console.present.message_json import schema_fields
+from console.present.messages import record_decoder
 
 INDEX_PAGE = 200
 
@@ -206,8 +209,14 @@ def _masked_records(
     return [(r, ()) if r.is_control else masker.record(r) for r in records]
 
 
-def _record_json(record: Any, masked: tuple[str, ...] = ()) -> dict[str, Any]:
+def _record_json(record: Any, masked: tuple[str, ...] = (), registry: RecordDecoder | None = None) -> dict[str, Any]:
     key, value = wire_value(record.key), wire_value(record.value)
+    decoded: dict[str, Any] = {}
+    for part, raw in (("key", record.key), ("value", record.value)):
+        if registry is not None and wire.is_framed(raw) and not record.is_control:
+            found = decode(raw, "auto", limit=0, registry=registry)
+            if found.schema is not None:
+                decoded.update(schema_fields(part, found))
     return {
         "offset": record.offset,
         "timestamp": record.timestamp,
@@ -222,6 +231,7 @@ def _record_json(record: Any, masked: tuple[str, ...] = ()) -> dict[str, Any]:
         "coordinator_epoch": record.coordinator_epoch,
         "crc_valid": record.crc_valid,
         "masked": list(masked),
+        **decoded,  # a registry record's key or value: its kind, schema and document (console.present.message_json)
     }
 
 
@@ -236,8 +246,14 @@ def batch_page(
 ) -> HttpResponse:
     log = _log(cluster, broker, topic, partition, base)
     batch, records, findings = logdirs.batch_records(log, position)
+    registry = record_decoder(cluster)
     shown = [
-        (r, decode(r.key, "auto", limit=2000), decode(r.value, "auto", limit=2000), masked)
+        (
+            r,
+            decode(r.key, "auto", limit=2000, registry=registry),
+            decode(r.value, "auto", limit=2000, registry=registry),
+            masked,
+        )
         for r, masked in _masked_records(request, cluster, topic, records)
     ]
     return render(
@@ -266,7 +282,10 @@ def records_api(
     batch, records, findings = logdirs.batch_records(_log(cluster, broker, topic, partition, base), position)
     return {
         "batch": _batch_json(batch),
-        "records": [_record_json(r, masked) for r, masked in _masked_records(request, cluster, topic, records)],
+        "records": [
+            _record_json(r, masked, record_decoder(cluster))
+            for r, masked in _masked_records(request, cluster, topic, records)
+        ],
         "findings": [f.as_dict() for f in findings],
     }
 
