@@ -72,9 +72,9 @@ def write_summary() -> None:
 def shared_cluster(command: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "broker.local", "--data", str(DATA), command]
-        # The benchmarks measure the brokers: no Connect worker beside them.
+        # The benchmarks measure the brokers: no Connect worker or schema registry beside them.
         + (
-            ["--no-connect", "--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)]
+            ["--no-connect", "--no-registry", "--zookeeper-port", str(ZOOKEEPER_PORT), "--base-port", str(BASE_PORT)]
             if command == "up"
             else []
         ),

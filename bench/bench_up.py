@@ -1,5 +1,6 @@
 """How long `python -m broker.local up` takes: cold (new data folder) and warm (existing data); the
-cluster alone (``--no-connect``: the Connect worker is not started, as in the figures before it existed).
+cluster alone (``--no-connect --no-registry``: neither the Connect worker nor the schema registry is started, as in
+the figures before they existed).
 
 Reference in the same run: starting one broker alone (`start-broker`), the floor of any
 cluster start (one JVM to boot and register). The figure is up / one broker.
@@ -40,6 +41,7 @@ def run(rounds: int = 3) -> dict[str, Any]:
             cli(
                 "up",
                 "--no-connect",
+                "--no-registry",
                 "--brokers",
                 "3",
                 "--zookeeper-port",
@@ -51,7 +53,7 @@ def run(rounds: int = 3) -> dict[str, Any]:
         cli("stop-broker", "2")
         one_broker.append(cli("start-broker", "2"))
         down.append(cli("down"))
-        warm.append(cli("up", "--no-connect"))
+        warm.append(cli("up", "--no-connect", "--no-registry"))
     # Left running for the next benchmark; bench/__main__ stops it at the end.
     result = {
         "rounds": rounds,

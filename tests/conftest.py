@@ -29,6 +29,12 @@ BOOTSTRAP = ",".join(f"127.0.0.1:{BASE_PORT + b}" for b in range(3))
 # The test cluster's Kafka Connect worker (started only by tests that need it: the connect_worker fixture).
 CONNECT_PORT = 18083 + 10 * SLOT
 CONNECT_URL = f"http://127.0.0.1:{CONNECT_PORT}"
+# The session's schema registry (Apicurio, started only by tests that need it: the schema_registry fixture), on
+# loopback: its HTTP API on REGISTRY_PORT, its management port (health) on REGISTRY_PORT + 1; its files (state, log)
+# in REGISTRY_DATA. It needs no Kafka: the same registry serves the ZooKeeper and the KRaft runs.
+REGISTRY_PORT = 18081 + 10 * SLOT
+REGISTRY_URL = f"http://127.0.0.1:{REGISTRY_PORT}/apis/ccompat/v7"
+REGISTRY_DATA = TEST_VAR / "registry"
 
 # Which cluster the session's tests run against: `zookeeper` (the default: Kafka 3.9 with ZooKeeper)
 # or `kraft` (Kafka 4 in KRaft mode, three brokers and three controllers of their own). `make test`
@@ -56,6 +62,10 @@ os.environ["KAFKA_CONNECT_URLS"] = f"local={CONNECT_URL}"
 # Clusters the tests start with `python -m broker.local up` get no Connect worker (it would take port 8083
 # and seconds of start); the tests that need one use the connect_worker fixture.
 os.environ["KAZAMI_EMBEDDED_CONNECT"] = "0"
+# The console under test knows the session's registry whether it runs or not, as the Connect worker; clusters
+# started with `python -m broker.local up` get none of their own (it would take port 8081 and seconds of start).
+os.environ["SCHEMA_REGISTRY_URL"] = REGISTRY_URL
+os.environ["KAZAMI_EMBEDDED_REGISTRY"] = "0"
 # Tests write with their own clients and read through the console at once: no shared answers kept
 # (broker/shared_reads.py). Tests of that sharing set max_age themselves.
 os.environ["KAZAMI_MAX_AGE"] = "0"
@@ -119,6 +129,32 @@ def connect_worker(kafka_cluster: launcher.ClusterLayout) -> Iterator[str]:
         yield CONNECT_URL
     finally:
         connect.stop(CLUSTER_DATA, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """A real schema registry (Apicurio Registry from Maven Central, in memory) for this session: started the
+    first time a test asks for it, stopped at the end of the session; yields its Confluent-compatible base URL,
+    ``http://127.0.0.1:<REGISTRY_PORT>/apis/ccompat/v7`` (REGISTRY_URL; the port moves with KAZAMI_TEST_SLOT).
+    The console under test already points at it (SCHEMA_REGISTRY_URL is set when this file is imported).
+
+    It starts empty with global compatibility BACKWARD, and is shared by every test of the session and never
+    emptied between them: give each test subjects of its own (e.g. ``f"{topic}-value"`` of a topic named with
+    a uuid), and change compatibility per subject (``PUT /config/<subject>``), not the global level, or put the
+    global level back. Needs no Kafka cluster: ask for ``kafka_cluster`` too to write records. A missing Java 21
+    or registry fails the test with what to install (``make install`` fetches both)."""
+    from broker.errors import KazamiError
+    from broker.local import registry
+
+    registry.stop(REGISTRY_DATA, echo=lambda _: None)  # one a crashed run left behind holds old subjects
+    try:
+        state = registry.start(REGISTRY_DATA, port=REGISTRY_PORT, echo=lambda _: None)
+    except KazamiError as exc:  # Java 21 or the server missing, a port taken, a start that failed
+        pytest.fail(f"the schema registry did not start: {exc}", pytrace=False)
+    try:
+        yield state.url
+    finally:
+        registry.stop(REGISTRY_DATA, echo=lambda _: None)
 
 
 @pytest.fixture(scope="session")

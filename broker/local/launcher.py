@@ -463,9 +463,10 @@ def status(data: str | Path | None = None) -> dict[str, object]:
             }
             for n in layout.controller_ids
         ]
-    from broker.local import connect
+    from broker.local import connect, registry
 
     found["connect"] = connect.status(layout.data)
+    found["registry"] = registry.status(layout.data)
     if layout.secure:
         certs = layout.certs
         found["sasl_ssl"] = {
@@ -617,8 +618,9 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if layout is None:
         echo("No cluster to stop.")
         return
-    from broker.local import connect
+    from broker.local import connect, registry
 
+    stopped_registry = registry.stop(layout.data, echo)  # needs no Kafka, but belongs to this cluster's `up`
     stopped_connect = connect.stop(layout.data, echo)  # before the brokers it needs to shut down cleanly
     running = [b for b in layout.broker_ids if pid_alive(layout.pids.get(f"broker-{b}"))]
     # All brokers get SIGTERM at once; the last ones skip the leader hand-over that has nowhere to go.
@@ -632,7 +634,7 @@ def down(data: str | Path | None = None, echo: Callable[[str], None] = print) ->
     if zookeeper_running:
         _stop_pid(layout.pids.get("zookeeper"), timeout=15)
         echo("ZooKeeper stopped.")
-    if not running and not controllers and not zookeeper_running and not stopped_connect:
+    if not running and not controllers and not zookeeper_running and not stopped_connect and not stopped_registry:
         echo("Nothing was running.")
     echo(f"Data kept in {layout.data}.")
 
