@@ -29,7 +29,16 @@ EMPTY_CELL = {"—", "-", ""}
 # Given to Compose so that ${KAZAMI_SECRET_KEY:?...} resolves; never a real key.
 DUMMY_SECRET_KEY = "test-only-dummy-secret-key"
 BROKERS = ("kafka-0", "kafka-1", "kafka-2")
-EXPECTED_SERVICES = {"zookeeper", *BROKERS, "console", "redis", "postgres", "spark-master", "spark-worker"}
+EXPECTED_SERVICES = {
+    "zookeeper",
+    *BROKERS,
+    "console",
+    "schema-registry",
+    "redis",
+    "postgres",
+    "spark-master",
+    "spark-worker",
+}
 
 
 # --- running Compose -----------------------------------------------------------------------------
@@ -269,6 +278,35 @@ def test_the_console_publishes_8888_and_reaches_the_brokers_redis_and_postgres()
     assert env["KAZAMI_SPARK_DRIVER_HOST"] == "console"  # what the Spark executors dial back
     assert env["KAZAMI_SECRET_KEY"] == DUMMY_SECRET_KEY, "the secret key should come from the host environment"
     assert {*BROKERS, "redis", "postgres"} <= _depends_on(console)
+
+
+def test_the_console_reads_the_schema_registry_which_keeps_its_schemas_in_postgres() -> None:
+    services = _services()
+    console_env = _environment(services["console"])
+    registry = services["schema-registry"]
+    registry_env = _environment(registry)
+    postgres_env = _environment(services["postgres"])
+    url = urlparse(console_env["SCHEMA_REGISTRY_URL"])
+    jdbc = urlparse(registry_env["APICURIO_DATASOURCE_URL"].removeprefix("jdbc:"))
+    published = {spec.rsplit(":", 1)[1]: spec for spec in _published_ports(registry)}
+
+    assert (url.scheme, url.hostname, url.path) == ("http", "schema-registry", "/apis/ccompat/v7")
+    assert str(url.port) in published, "the registry should publish the port the console reads (to the host)"
+    assert all(spec.startswith("127.0.0.1:") for spec in published.values())
+    assert "schema-registry" in _depends_on(services["console"])
+    assert registry_env["APICURIO_STORAGE_KIND"] == "sql"
+    assert (jdbc.scheme, jdbc.hostname, jdbc.port, jdbc.path.lstrip("/")) == (
+        "postgresql",
+        "postgres",
+        5432,
+        postgres_env["POSTGRES_DB"],
+    )
+    assert (registry_env["APICURIO_DATASOURCE_USERNAME"], registry_env["APICURIO_DATASOURCE_PASSWORD"]) == (
+        postgres_env["POSTGRES_USER"],
+        postgres_env["POSTGRES_PASSWORD"],
+    )
+    assert registry_env["APICURIO_RULES_GLOBAL_COMPATIBILITY"] == "BACKWARD"
+    assert "postgres" in _depends_on(registry)
 
 
 def test_documented_table_matches_services_ports_and_volumes() -> None:
