@@ -226,8 +226,8 @@ def _as_avro(raw: bytes, value: object, limit: int) -> Decoded:
     return _cut("avro", "avro", _safe_json("".join(parts)), plain(value), len(raw), limit)
 
 
-def _from_registry(raw: bytes, registry: RecordDecoder, limit: int) -> Decoded:
-    record = registry.read(raw)
+def _from_registry(raw: bytes, registry: RecordDecoder, limit: int, subject: str | None) -> Decoded:
+    record = registry.read(raw, subject)
     if record.kind == "binary":
         return dataclasses.replace(_binary(raw, limit, record.error), schema=record.schema or None)
     if record.kind == "avro":
@@ -270,7 +270,9 @@ def auto_data(raw: bytes | None) -> tuple[str, object]:
     return ("text", text) if _CONTROL.search(text) is None else ("binary", bytes(raw))
 
 
-def _auto(raw: bytes, schema: AvroSchema | None, limit: int, registry: RecordDecoder | None) -> Decoded:
+def _auto(
+    raw: bytes, schema: AvroSchema | None, limit: int, registry: RecordDecoder | None, subject: str | None
+) -> Decoded:
     kind, data = auto_data(raw)
     if kind == "json":
         return _as_json(raw, data, limit)
@@ -278,7 +280,7 @@ def _auto(raw: bytes, schema: AvroSchema | None, limit: int, registry: RecordDec
         return _as_text(raw, str(data), limit)
     if not wire.is_framed(raw):
         return _binary(raw, limit)
-    found = _from_registry(raw, registry, limit) if registry is not None else None
+    found = _from_registry(raw, registry, limit, subject) if registry is not None else None
     if found is not None and found.kind != "binary":
         return found
     if schema is not None:  # the topic's uploaded schema, when the registry does not read it
@@ -295,6 +297,7 @@ def decode(
     schema: AvroSchema | None = None,
     limit: int = 20_000,
     registry: RecordDecoder | None = None,
+    subject: str | None = None,
 ) -> Decoded:
     """Decode a message key or value for display and return a Decoded; never raises for any bytes.
 
@@ -308,6 +311,7 @@ def decode(
       JSON Schema document fails its schema); otherwise, framed bytes that read with the uploaded ``schema``
       -> "avro"; anything else -> "binary". Auto mode sets ``error`` only for framed bytes the registry
       could not read (unknown id, registry down or not configured, bytes that do not read with the schema).
+      ``subject`` (``<topic>-value``): the subject to name when the schema id is registered under several.
     * "text": the UTF-8 text, or error 'not valid UTF-8 at byte N' (N counted from 0, like the dump).
     * "json": any JSON value, scalars included, or error 'not valid JSON: <reason> at line L column C'.
     * "hex": always the dump.
@@ -329,7 +333,7 @@ def decode(
     if not raw:
         return Decoded("empty", decoding, "", None, None, 0, False, 0)
     if decoding == "auto":
-        return _auto(raw, schema, limit, registry)
+        return _auto(raw, schema, limit, registry, subject)
     if decoding == "hex":
         return _binary(raw, limit)
     if decoding == "avro":

@@ -45,6 +45,15 @@ class _Compiled:
     subject: str | None
     version: int | None
     read: Callable[[bytes], tuple[object, str | None]]
+    uses: tuple[tuple[str, int], ...] = ()  # every (subject, version) registering the id, when the registry told
+
+    def subject_for(self, hint: str | None) -> tuple[str | None, int | None]:
+        """The subject-version to name: ``hint``'s (the topic's own subject) when the id is registered under it
+        too (one schema can serve a topic's keys and values), else the one the registry named first."""
+        for subject, version in self.uses:
+            if subject == hint:
+                return subject, version
+        return self.subject, self.version
 
 
 @dataclass(frozen=True)
@@ -103,18 +112,16 @@ def _json_reader(schema: RegisteredSchema, source: SchemaSource) -> Callable[[by
     return read
 
 
-def _subject_version(source: SchemaSource, schema: RegisteredSchema) -> tuple[str | None, int | None]:
-    """Where the registry says an id is registered (the first subject-version it names), when the schema as
-    fetched by id did not say. Asked of ``source.subjects_of_id`` when it has one; a failure leaves it unknown."""
-    if schema.subject is not None:
-        return schema.subject, schema.version
+def _uses(source: SchemaSource, schema: RegisteredSchema) -> list[tuple[str, int]]:
+    """Where the registry says an id is registered: every (subject, version), asked of ``source.subjects_of_id``
+    when it has one; a failure leaves them unknown."""
     lookup: Any = getattr(source, "subjects_of_id", None)
     if lookup is None or schema.id is None:
-        return None, None
+        return []
     try:
         found = list(lookup(schema.id))
     except RegistryError:
-        return None, None
+        return []
     pairs = []
     for item in found:
         if isinstance(item, dict):
@@ -123,8 +130,7 @@ def _subject_version(source: SchemaSource, schema: RegisteredSchema) -> tuple[st
             pairs.append((item[0], item[1]))
         else:
             pairs.append((getattr(item, "subject", None), getattr(item, "version", None)))
-    pairs = [(str(s), int(v)) for s, v in pairs if s is not None and isinstance(v, int)]
-    return min(pairs) if pairs else (None, None)
+    return [(str(s), int(v)) for s, v in pairs if s is not None and isinstance(v, int)]
 
 
 class RecordDecoder:
@@ -140,8 +146,9 @@ class RecordDecoder:
         self._down_until = 0.0
         self._down_reason = ""
 
-    def read(self, raw: bytes) -> SchemaRecord:
-        """``raw`` read with its registered schema; kind binary with the reason when it cannot be."""
+    def read(self, raw: bytes, subject_hint: str | None = None) -> SchemaRecord:
+        """``raw`` read with its registered schema; kind binary with the reason when it cannot be. ``subject_hint``
+        (``<topic>-key`` / ``<topic>-value``): the subject to name when the id is registered under several."""
         try:
             schema_id, body = wire.split(raw)
         except wire.WireError as exc:
@@ -153,7 +160,8 @@ class RecordDecoder:
         if isinstance(compiled, _Failure):
             reference.update(subject=compiled.subject, version=compiled.version, type=compiled.schema_type)
             return SchemaRecord("binary", None, reference, compiled.reason)
-        reference.update(subject=compiled.subject, version=compiled.version, type=compiled.schema_type)
+        subject, version = compiled.subject_for(subject_hint)
+        reference.update(subject=subject, version=version, type=compiled.schema_type)
         try:
             value, problem = compiled.read(body)
         except _Unreadable as exc:
@@ -197,7 +205,10 @@ class RecordDecoder:
                 self._down_until = time.monotonic() + DOWN_SECONDS
                 self._down_reason = f"the schema registry did not answer: {exc}"
             return _Failure(reason, time.monotonic() + DOWN_SECONDS)
-        subject, version = _subject_version(self.source, schema)
+        uses = _uses(self.source, schema)
+        subject, version = (
+            (schema.subject, schema.version) if schema.subject is not None else (min(uses) if uses else (None, None))
+        )
         kind = schema.schema_type
         try:
             if kind == AVRO:
@@ -218,4 +229,4 @@ class RecordDecoder:
                 version,
                 kind,
             )
-        return _Compiled(kind, subject, version, reader)
+        return _Compiled(kind, subject, version, reader, tuple(uses))

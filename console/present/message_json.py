@@ -28,8 +28,8 @@ def message_json(m: Message, decoding: Decoding | None = None) -> dict[str, Any]
     kinds: dict[str, Any] = {}
     if decoding is not None:
         kinds = {
-            **_part("key", m.key, decoding.key_schema, decoding.registry),
-            **_part("value", m.value, decoding.value_schema, decoding.registry),
+            **_part("key", m.key, decoding.key_schema, decoding.registry, m.topic),
+            **_part("value", m.value, decoding.value_schema, decoding.registry, m.topic),
         }
     return {
         "partition": m.partition,
@@ -75,11 +75,13 @@ def schema_fields(part: str, decoded: Decoded) -> dict[str, Any]:
     return fields
 
 
-def _part(part: str, raw: bytes | None, schema: AvroSchema | None, registry: RecordDecoder | None) -> dict[str, Any]:
+def _part(
+    part: str, raw: bytes | None, schema: AvroSchema | None, registry: RecordDecoder | None, topic: str
+) -> dict[str, Any]:
     kind = auto_data(raw)[0]
     if kind != "binary" or (schema is None and (registry is None or not wire.is_framed(raw))):
         return {f"{part}_kind": kind}
-    decoded = decode(raw, "auto", schema, limit=0, registry=registry)
+    decoded = decode(raw, "auto", schema, limit=0, registry=registry, subject=f"{topic}-{part}")
     if decoded.schema is None:
         return {f"{part}_kind": decoded.kind}
     return schema_fields(part, decoded)
@@ -174,7 +176,7 @@ def raw_download(
 
 def _json_download(m: Message, part: str, raw: bytes, decoding: Decoding) -> HttpResponse:
     schema = decoding.key_schema if part == "key" else decoding.value_schema
-    decoded = decode(raw, "auto", schema, limit=0, registry=decoding.registry)
+    decoded = decode(raw, "auto", schema, limit=0, registry=decoding.registry, subject=f"{m.topic}-{part}")
     if decoded.kind != "json" and decoded.kind not in SCHEMA_KINDS:
         why = f": {decoded.error}" if decoded.error else ""
         raise InvalidInput(f"The {part} of offset {m.offset} is {decoded.kind}, not a document to give as JSON{why}.")

@@ -142,7 +142,12 @@ def _one_line(line: str) -> str:
 
 
 def _listed(
-    raw: bytes | None, decoding: str, schema: AvroSchema | None, limit: int, registry: RecordDecoder | None = None
+    raw: bytes | None,
+    decoding: str,
+    schema: AvroSchema | None,
+    limit: int,
+    registry: RecordDecoder | None = None,
+    subject: str | None = None,
 ) -> tuple[Decoded, str]:
     """A key or value as shown (``limit`` characters) with its preview. In a list (``limit`` up to LIST_LIMIT),
     a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not the
@@ -153,7 +158,7 @@ def _listed(
             line = _PREVIEW_JSON.encode(value)
             one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
             return one_line, _one_line(line)
-    decoded = decode(raw, decoding, schema, limit=limit, registry=registry)
+    decoded = decode(raw, decoding, schema, limit=limit, registry=registry, subject=subject)
     return decoded, preview(decoded, raw)
 
 
@@ -180,8 +185,13 @@ _url_prefixes: dict[tuple[str, str, str, int], str] = {}
 def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_LIMIT) -> ShownMessage:
     """``message`` decoded as ``decoding`` says, each part cut at ``limit`` characters: LIST_LIMIT for a row of a
     list (where a JSON key or value's text is its one line: see _listed), DETAIL_LIMIT on its own page."""
-    key, key_preview = _listed(message.key, decoding.key_as, decoding.key_schema, limit, decoding.registry)
-    value, value_preview = _listed(message.value, decoding.value_as, decoding.value_schema, limit, decoding.registry)
+    topic = message.topic
+    key, key_preview = _listed(
+        message.key, decoding.key_as, decoding.key_schema, limit, decoding.registry, f"{topic}-key"
+    )
+    value, value_preview = _listed(
+        message.value, decoding.value_as, decoding.value_schema, limit, decoding.registry, f"{topic}-value"
+    )
     return ShownMessage(
         message=message,
         key=key,

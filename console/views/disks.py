@@ -209,12 +209,14 @@ def _masked_records(
     return [(r, ()) if r.is_control else masker.record(r) for r in records]
 
 
-def _record_json(record: Any, masked: tuple[str, ...] = (), registry: RecordDecoder | None = None) -> dict[str, Any]:
+def _record_json(
+    record: Any, masked: tuple[str, ...] = (), registry: RecordDecoder | None = None, topic: str = ""
+) -> dict[str, Any]:
     key, value = wire_value(record.key), wire_value(record.value)
     decoded: dict[str, Any] = {}
     for part, raw in (("key", record.key), ("value", record.value)):
         if registry is not None and wire.is_framed(raw) and not record.is_control:
-            found = decode(raw, "auto", limit=0, registry=registry)
+            found = decode(raw, "auto", limit=0, registry=registry, subject=f"{topic}-{part}")
             if found.schema is not None:
                 decoded.update(schema_fields(part, found))
     return {
@@ -283,7 +285,7 @@ def records_api(
     return {
         "batch": _batch_json(batch),
         "records": [
-            _record_json(r, masked, record_decoder(cluster))
+            _record_json(r, masked, record_decoder(cluster), topic)
             for r, masked in _masked_records(request, cluster, topic, records)
         ],
         "findings": [f.as_dict() for f in findings],
