@@ -92,8 +92,14 @@ def fetch(echo: Callable[[str], None] = print) -> None:
         if not (unpacked / "quarkus-run.jar").is_file():
             raise RegistryError(f"{archives[0].name} holds no quarkus-run.jar: not the server {WHAT} runs from.")
         (unpacked / ".complete").write_text("ok\n")
+        if installed():  # another fetch (a second test run, say) finished meanwhile: keep its copy
+            return
         shutil.rmtree(HOME, ignore_errors=True)
-        unpacked.replace(HOME)
+        try:
+            unpacked.replace(HOME)
+        except OSError as exc:
+            if not installed():
+                raise RegistryError(f"Could not move {WHAT} into {HOME}: {exc}") from None
 
 
 def java(install: bool = False, echo: Callable[[str], None] = print) -> Java:
