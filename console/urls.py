@@ -10,6 +10,7 @@ from console.views import cluster as cluster_views
 from console.views import connect as connect_views
 from console.views import masking as masking_views
 from console.views import quotas as quota_views
+from console.views import schemas as schema_views
 from console.views import transactions as transaction_views
 
 # Whole numbers in a path within Kafka's ranges (int32 partitions, brokers, tasks; int64 offsets, positions,
@@ -27,6 +28,7 @@ BROKER = CLUSTER + "brokers/<int32:broker>/"
 REPLICA = BROKER + "partitions/<str:topic>/<int32:partition>/"
 SEGMENT = REPLICA + "segments/<int64:base>/"
 CONNECTOR = CLUSTER + "connectors/<str:connect_name>/<str:name>/"
+SUBJECT = CLUSTER + "schemas/<str:subject>/"
 
 urlpatterns = [
     path("", cluster_views.index, name="index"),
@@ -135,6 +137,19 @@ urlpatterns = [
         f"api/{CONNECTOR}tasks/<int32:task>/restart/", connect_views.api_restart_task, name="api-connector-task-restart"
     ),
     path(f"api/{CONNECTOR}<str:action>/", connect_views.api_action, name="api-connector-action"),
+    # Schema registry
+    path(CLUSTER + "schemas/", schema_views.schema_list, name="schema-list"),
+    path(CLUSTER + "schema-config/", schema_views.global_config, name="schema-config"),
+    path(SUBJECT, schema_views.subject_page, name="schema-subject"),
+    path(SUBJECT + "diff/", schema_views.subject_diff, name="schema-diff"),
+    path(SUBJECT + "check/", schema_views.subject_check, name="schema-check"),
+    path(SUBJECT + "action/", schema_views.subject_action, name="schema-action"),
+    path(f"api/{CLUSTER}schemas/", schema_views.api_schemas, name="api-schemas"),
+    path(f"api/{CLUSTER}schema-config/", schema_views.api_compatibility, name="api-schema-config"),
+    path(f"api/{SUBJECT}", schema_views.api_subject, name="api-schema-subject"),
+    path(f"api/{SUBJECT}compatibility/", schema_views.api_compatibility, name="api-schema-compatibility"),
+    path(f"api/{SUBJECT}check/", schema_views.api_check, name="api-schema-check"),
+    path(f"api/{SUBJECT}versions/<str:version>/", schema_views.api_version, name="api-schema-version"),
     # JSON API
     path("api/clusters/", cluster_views.api_clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", cluster_views.api_cluster, name="api-cluster"),

@@ -383,6 +383,17 @@ class Registry:
                 self._versions[(subject, found.version)] = (time.monotonic() + VERSION_KEPT_FOR, found)
         return found
 
+    def schema_by_subject_including_deleted(self, subject: str, version: int) -> RegisteredSchema:
+        """One version, a soft-deleted one too (``?deleted=true``, which Confluent's registry honours; Apicurio
+        answers 40401 or 40402 for a soft-deleted version, which is raised)."""
+        try:
+            return self.schema_by_subject(subject, version)
+        except RegistryError as exc:
+            if exc.code not in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND):
+                raise
+        found = _registered(self._get(f"/subjects/{_quote(subject)}/versions/{int(version)}", [("deleted", "true")]))
+        return RegisteredSchema(found.id, found.schema_type, found.text, found.references, subject, int(version))
+
     def forget(self, subject: str | None = None) -> None:
         """Drop the kept subject-versions (of ``subject``, or all), after a change made through the console."""
         with self._lock:
@@ -444,8 +455,9 @@ class Registry:
 
     def compatibility(self, subject: str, global_level: str | None = None) -> Compatibility:
         """The subject's own level (None: it follows the global one) and the one that applies. Two requests
-        (``defaultToGlobal`` false and true): a registry that answers NONE for a subject without a level of
-        its own (Apicurio) is told apart by the level that applies being another."""
+        (``defaultToGlobal`` false and true). Apicurio answers a level for a subject without one of its own (NONE,
+        or the global level when its default global rule is configured): a level equal to the global one, or
+        NONE where another level applies, is shown as following the global level."""
         if global_level is None:
             global_level = self.global_compatibility()
         path = f"/config/{_quote(subject)}"
@@ -456,7 +468,7 @@ class Registry:
                 raise
             own = None
         effective = self.effective_compatibility(subject) or global_level
-        if own == "NONE" and effective != "NONE":
+        if (own == "NONE" and effective != "NONE") or own == global_level:
             own = None
         return Compatibility(str(own) if own else None, effective, global_level)
 

@@ -29,6 +29,7 @@ SECTIONS: list[Section] = [
     Section("transactions", "Transactions", "transaction-list"),
     Section("acls", "ACLs", "acl-list"),
     Section("connectors", "Connect", "connector-list"),
+    Section("schemas", "Schemas", "schema-list"),
     Section("analytics", "Analytics", "analytics-home"),
 ]
 
