@@ -1,12 +1,17 @@
 """The session's schema registry (the schema_registry fixture: Apicurio Registry from Maven Central) as the other
 schema tests use it, checked with confluent-kafka's own SchemaRegistryClient as an independent client: an Avro
 schema registered and read back, BACKWARD as the global compatibility (Confluent's default, set at start), an
-incompatible version refused with 409, and both of its ports (API and management) listening on loopback only."""
+incompatible version refused with 409, and both of its ports (API and management) listening on loopback only. And
+`python -m broker.local up` starting a registry beside a cluster of its own, which `down` stops."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -15,7 +20,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from broker.local import registry
-from tests.conftest import REGISTRY_DATA, REGISTRY_PORT, REGISTRY_URL
+from tests.conftest import REGISTRY_DATA, REGISTRY_PORT, REGISTRY_URL, REPO, SLOT, TEST_VAR
 
 ORDER_V1 = {
     "type": "record",
@@ -114,3 +119,56 @@ def test_both_ports_listen_on_loopback_only(schema_registry: str) -> None:
 
     assert listening == {("127.0.0.1", REGISTRY_PORT), ("127.0.0.1", REGISTRY_PORT + 1)}
     assert registry.ready(state)  # the management port answers /health/ready
+
+
+# A one-broker cluster of this test's own, on ports no other fixture of this slot uses.
+LIFECYCLE_DATA = TEST_VAR / "registry-lifecycle"
+LIFECYCLE_ZOOKEEPER_PORT = 12188 + 10 * SLOT
+LIFECYCLE_BASE_PORT = 19099 + 10 * SLOT
+LIFECYCLE_REGISTRY_PORT = 18085 + 10 * SLOT
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "KAZAMI_EMBEDDED_REGISTRY"}  # as `make run` has it
+    return subprocess.run(
+        [sys.executable, "-m", "broker.local", "--data", str(LIFECYCLE_DATA), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=environ,
+    )
+
+
+@pytest.mark.zookeeper("it starts a ZooKeeper-mode cluster of its own")
+def test_up_starts_a_registry_beside_the_cluster_and_down_stops_it() -> None:
+    cli("down")
+    shutil.rmtree(LIFECYCLE_DATA, ignore_errors=True)
+    up = cli(
+        "up",
+        "--brokers",
+        "1",
+        "--no-connect",
+        "--zookeeper-port",
+        str(LIFECYCLE_ZOOKEEPER_PORT),
+        "--base-port",
+        str(LIFECYCLE_BASE_PORT),
+        "--registry-port",
+        str(LIFECYCLE_REGISTRY_PORT),
+    )
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        found = json.loads(cli("status").stdout)["registry"]
+        url = cli("registry-url").stdout.strip()
+        with urllib.request.urlopen(f"{url}/config", timeout=10) as answer:  # noqa: S310 - loopback
+            config = json.load(answer)
+    finally:
+        down = cli("down")
+
+    assert url == f"http://127.0.0.1:{LIFECYCLE_REGISTRY_PORT}/apis/ccompat/v7"
+    assert (found["url"], found["alive"], found["ready"]) == (url, True, True)
+    assert f"Registry     {url}" in up.stdout
+    assert config == {"compatibilityLevel": "BACKWARD"}
+    assert "Schema registry stopped." in down.stdout
+    assert not registry.alive(found["pid"])
+    assert json.loads(cli("status").stdout)["registry"]["alive"] is False
