@@ -20,6 +20,7 @@ from bench import (
     bench_load,
     bench_messages,
     bench_overview,
+    bench_schema_decode,
     bench_search,
     bench_segments,
     bench_topics,
@@ -41,12 +42,13 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "failover": bench_failover.run,
     "idle": bench_idle.run,
     "search": bench_search.run,
+    "schema_decode": bench_schema_decode.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
 OWN_CLUSTER = {"cluster_up", "load", "failover", "idle"}
 # Benchmarks that need no cluster at all (they write the files they read).
-NO_CLUSTER = {"segments_dump"}
+NO_CLUSTER = {"segments_dump", "schema_decode"}
 
 
 def write_summary() -> None:

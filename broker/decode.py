@@ -226,15 +226,47 @@ def _as_avro(raw: bytes, value: object, limit: int) -> Decoded:
     return _cut("avro", "avro", _safe_json("".join(parts)), plain(value), len(raw), limit)
 
 
-def _from_registry(raw: bytes, registry: RecordDecoder, limit: int, subject: str | None) -> Decoded:
+# A registry record's document on one line (a list's row): bytes make it raise TypeError (see _one_line_of).
+_LINE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+
+
+def _one_line_of(kind: str, value: object) -> tuple[str, object]:
+    """(the document's JSON on one line, the document as JSON data). An Avro value holding no bytes is its own
+    JSON data (fastavro gives dicts, lists and scalars): encoded at C speed, not walked in Python first."""
+    try:
+        return _LINE_JSON.encode(value), value
+    except TypeError:
+        data = plain(value) if kind == "avro" else value
+        return _LINE_JSON.encode(data), data
+
+
+def _from_registry(raw: bytes, registry: RecordDecoder, limit: int, subject: str | None, one_line: bool) -> Decoded:
     record = registry.read(raw, subject)
     if record.kind == "binary":
         return dataclasses.replace(_binary(raw, limit, record.error), schema=record.schema or None)
-    if record.kind == "avro":
-        shown = _as_avro(raw, record.value, limit)
-    else:
-        text = _safe_json(json.dumps(record.value, indent=2, ensure_ascii=False))
-        shown = _cut(record.kind, record.kind, text, record.value, len(raw), limit)
+    try:
+        if one_line:  # as a list's JSON row: the line as encoded (the page escapes it; see console.present)
+            text, data = _one_line_of(record.kind, record.value)
+            size = len(raw)
+            return Decoded(
+                record.kind,
+                record.kind,
+                text[:limit],
+                data,
+                record.error,
+                size,
+                len(text) > limit,
+                len(text),
+                record.schema,
+            )
+        if record.kind == "avro":
+            shown = _as_avro(raw, record.value, limit)
+        else:
+            text = _safe_json(json.dumps(record.value, indent=2, ensure_ascii=False))
+            shown = _cut(record.kind, record.kind, text, record.value, len(raw), limit)
+    except (RecursionError, ValueError) as exc:  # nested too deeply to write out; a circular value cannot be
+        reason = f"schema id {record.schema.get('id')}: the document cannot be shown: {type(exc).__name__}"
+        return dataclasses.replace(_binary(raw, limit, reason), schema=record.schema)
     return dataclasses.replace(shown, error=record.error, schema=record.schema)
 
 
@@ -271,16 +303,34 @@ def auto_data(raw: bytes | None) -> tuple[str, object]:
 
 
 def _auto(
-    raw: bytes, schema: AvroSchema | None, limit: int, registry: RecordDecoder | None, subject: str | None
+    raw: bytes,
+    schema: AvroSchema | None,
+    limit: int,
+    registry: RecordDecoder | None,
+    subject: str | None,
+    one_line: bool = False,
 ) -> Decoded:
-    kind, data = auto_data(raw)
-    if kind == "json":
-        return _as_json(raw, data, limit)
-    if kind == "text":
-        return _as_text(raw, str(data), limit)
+    if raw[0] != wire.MAGIC:  # a zero byte first is never JSON or text (a control character): no need to look
+        kind, data = auto_data(raw)
+        if kind == "json":
+            return _as_json(raw, data, limit)
+        if kind == "text":
+            return _as_text(raw, str(data), limit)
+        return _binary(raw, limit)
     if not wire.is_framed(raw):
         return _binary(raw, limit)
-    found = _from_registry(raw, registry, limit, subject) if registry is not None else None
+    return _framed(raw, schema, limit, registry, subject, one_line)
+
+
+def _framed(
+    raw: bytes,
+    schema: AvroSchema | None,
+    limit: int,
+    registry: RecordDecoder | None,
+    subject: str | None,
+    one_line: bool,
+) -> Decoded:
+    found = _from_registry(raw, registry, limit, subject, one_line) if registry is not None else None
     if found is not None and found.kind != "binary":
         return found
     if schema is not None:  # the topic's uploaded schema, when the registry does not read it
@@ -298,6 +348,7 @@ def decode(
     limit: int = 20_000,
     registry: RecordDecoder | None = None,
     subject: str | None = None,
+    one_line: bool = False,
 ) -> Decoded:
     """Decode a message key or value for display and return a Decoded; never raises for any bytes.
 
@@ -312,6 +363,7 @@ def decode(
       -> "avro"; anything else -> "binary". Auto mode sets ``error`` only for framed bytes the registry
       could not read (unknown id, registry down or not configured, bytes that do not read with the schema).
       ``subject`` (``<topic>-value``): the subject to name when the schema id is registered under several.
+      ``one_line``: such a record's text is its document's JSON on one line (a list's row), not pretty-printed.
     * "text": the UTF-8 text, or error 'not valid UTF-8 at byte N' (N counted from 0, like the dump).
     * "json": any JSON value, scalars included, or error 'not valid JSON: <reason> at line L column C'.
     * "hex": always the dump.
@@ -323,6 +375,8 @@ def decode(
     ``full_length`` describe the whole text, which for a dump is never built.
     Raises ValueError for an unknown decoding or a negative limit.
     """
+    if registry is not None and decoding == "auto" and limit >= 0 and raw and raw[0] == wire.MAGIC and len(raw) >= 5:
+        return _framed(bytes(raw), schema, limit, registry, subject, one_line)  # the common case of such topics
     if decoding not in DECODINGS:
         raise ValueError(f"unknown decoding {decoding!r}; expected one of {', '.join(DECODINGS)}")
     if limit < 0:
@@ -333,7 +387,7 @@ def decode(
     if not raw:
         return Decoded("empty", decoding, "", None, None, 0, False, 0)
     if decoding == "auto":
-        return _auto(raw, schema, limit, registry, subject)
+        return _auto(raw, schema, limit, registry, subject, one_line)
     if decoding == "hex":
         return _binary(raw, limit)
     if decoding == "avro":

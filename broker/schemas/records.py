@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.schemas import avro, json_schema, protobuf, wire
@@ -26,7 +26,7 @@ DOWN_SECONDS = 5.0  # how long a registry that did not answer is not asked again
 MAX_KEPT = 10_000  # compiled schemas kept per decoder
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SchemaRecord:
     """A framed key or value read with its registered schema. ``value`` is what the schema read: fastavro's
     value for Avro (bytes as bytes: see broker.schemas.avro.plain), a dict for Protobuf, the JSON document
@@ -47,13 +47,27 @@ class _Compiled:
     read: Callable[[bytes], tuple[object, str | None]]
     uses: tuple[tuple[str, int], ...] = ()  # every (subject, version) registering the id, when the registry told
 
-    def subject_for(self, hint: str | None) -> tuple[str | None, int | None]:
-        """The subject-version to name: ``hint``'s (the topic's own subject) when the id is registered under it
-        too (one schema can serve a topic's keys and values), else the one the registry named first."""
-        for subject, version in self.uses:
-            if subject == hint:
-                return subject, version
-        return self.subject, self.version
+    references: dict[str | None, dict[str, object]] = field(default_factory=dict)
+
+    def reference(self, schema_id: int, hint: str | None) -> dict[str, object]:
+        """{"id", "subject", "version", "type"}: the subject-version named is ``hint``'s (the topic's own subject)
+        when the id is registered under it too (one schema can serve a topic's keys and values), else the one the
+        registry named first. One dict per hint, shared by the records read (do not change it)."""
+        found = self.references.get(hint)
+        if found is None:
+            subject, version = self.subject, self.version
+            for used, number in self.uses:
+                if used == hint:
+                    subject, version = used, number
+            if len(self.references) >= 64:
+                self.references.clear()
+            found = self.references[hint] = {
+                "id": schema_id,
+                "subject": subject,
+                "version": version,
+                "type": self.schema_type,
+            }
+        return found
 
 
 @dataclass(frozen=True)
@@ -153,15 +167,19 @@ class RecordDecoder:
             schema_id, body = wire.split(raw)
         except wire.WireError as exc:
             return SchemaRecord("binary", None, {}, str(exc))
-        reference: dict[str, object] = {"id": schema_id, "subject": None, "version": None, "type": None}
         if self.source is None:
+            reference: dict[str, object] = {"id": schema_id, "subject": None, "version": None, "type": None}
             return SchemaRecord("binary", None, reference, f"schema id {schema_id}: {self.not_configured}")
         compiled = self._schema(schema_id)
         if isinstance(compiled, _Failure):
-            reference.update(subject=compiled.subject, version=compiled.version, type=compiled.schema_type)
+            reference = {
+                "id": schema_id,
+                "subject": compiled.subject,
+                "version": compiled.version,
+                "type": compiled.schema_type,
+            }
             return SchemaRecord("binary", None, reference, compiled.reason)
-        subject, version = compiled.subject_for(subject_hint)
-        reference.update(subject=subject, version=version, type=compiled.schema_type)
+        reference = compiled.reference(schema_id, subject_hint)
         try:
             value, problem = compiled.read(body)
         except _Unreadable as exc:
@@ -169,9 +187,11 @@ class RecordDecoder:
         return SchemaRecord(KINDS[compiled.schema_type], value, reference, problem)
 
     def _schema(self, schema_id: int) -> _Compiled | _Failure:
-        now = time.monotonic()
         kept = self._compiled.get(schema_id)
-        if isinstance(kept, _Compiled) or (kept is not None and kept.until > now):
+        if isinstance(kept, _Compiled):
+            return kept
+        now = time.monotonic()
+        if kept is not None and kept.until > now:
             return kept
         if self._down_until > now:
             return _Failure(f"schema id {schema_id}: {self._down_reason}", self._down_until)

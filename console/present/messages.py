@@ -47,8 +47,16 @@ class ShownMessage:
     url: str
     key_preview: str = ""
     value_preview: str = ""
-    key_schema_url: str = ""  # the schemas page of the subject a registry record's key names
-    value_schema_url: str = ""
+    cluster: str = ""
+
+    @cached_property
+    def key_schema_url(self) -> str:
+        """The schemas page of the subject a registry record's key names, or ""."""
+        return schema_url(self.cluster, self.key)
+
+    @cached_property
+    def value_schema_url(self) -> str:
+        return schema_url(self.cluster, self.value)
 
     @cached_property
     def masked(self) -> tuple[str, ...]:
@@ -158,7 +166,10 @@ def _listed(
             line = _PREVIEW_JSON.encode(value)
             one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
             return one_line, _one_line(line)
-    decoded = decode(raw, decoding, schema, limit=limit, registry=registry, subject=subject)
+    listed = limit <= LIST_LIMIT
+    decoded = decode(raw, decoding, schema, limit=limit, registry=registry, subject=subject, one_line=listed)
+    if listed and decoded.schema is not None and decoded.kind in SCHEMA_KINDS:
+        return decoded, _one_line(decoded.text)  # already the one line its preview shows
     return decoded, preview(decoded, raw)
 
 
@@ -200,14 +211,24 @@ def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_L
         url=message_url(cluster, message.topic, message.partition, message.offset),
         key_preview=key_preview,
         value_preview=value_preview,
-        key_schema_url=schema_url(cluster, key),
-        value_schema_url=schema_url(cluster, value),
+        cluster=cluster,
     )
 
 
 def schema_url(cluster: str, decoded: Decoded) -> str:
     """The schemas page of the subject ``decoded`` was read with (registry records), or ""."""
-    subject = (decoded.schema or {}).get("subject")
+    if decoded.schema is None:
+        return ""
+    subject = decoded.schema.get("subject")
     if not subject:
         return ""
-    return f"{get_script_prefix()}clusters/{quote(cluster, safe='')}/schemas/{quote(str(subject), safe='')}/"
+    key = (get_script_prefix(), cluster, str(subject))
+    url = _schema_urls.get(key)
+    if url is None:
+        if len(_schema_urls) >= _URL_PREFIXES:
+            _schema_urls.clear()
+        url = _schema_urls[key] = f"{key[0]}clusters/{quote(cluster, safe='')}/schemas/{quote(key[2], safe='')}/"
+    return url
+
+
+_schema_urls: dict[tuple[str, str, str], str] = {}
