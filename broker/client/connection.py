@@ -303,6 +303,13 @@ class ClusterConnection:
         if admin is not None:
             threading.Thread(target=_close_quietly, args=(admin,), daemon=True).start()
 
+    def try_once(self, fn: Callable[[KafkaAdminClient], T]) -> T:
+        """Run ``fn(admin)`` on the current client, on the caller's thread, once: no retry, no time-out of
+        its own (``fn``'s request has one), and a failure never drops the client another call may be
+        using. For a guess whose answer is checked before it is used (a page's first fetch sent to the
+        leader the last metadata named while the metadata is asked again); raises whatever ``fn`` raises."""
+        return fn(self._client())
+
     def call(
         self, fn: Callable[[KafkaAdminClient], T], what: str = "request", requests: int = 1, retry: bool = False
     ) -> T:

@@ -164,6 +164,7 @@ class PartitionLog:
         self.fetches = 0
         self._lso_now: int | None = None  # the LSO of the latest answer: where the isolation level changes
         self.timed_out = False  # the last walk ended at its deadline, before its stop
+        self._primed_at = 0  # the offset of the fetch prime() sent
 
     # ------------------------------------------------------------ fetching
 
@@ -185,7 +186,22 @@ class PartitionLog:
             "moved it); try again in a moment."
         )
 
-    def _ask(self, admin: KafkaAdminClient, offset: int, isolation: int) -> _Fetched:
+    def prime(self, offset: int) -> Future[_Fetched | None]:
+        """Send the first fetch of a read from ``offset`` now, in the background, to ``leader`` as guessed
+        (the leader the last metadata named): its answer, or None when the guess was wrong or anything
+        failed (nothing is reset or retried: the read then fetches as usual). Pass the future to
+        :meth:`entries` once the guess is confirmed; cancel it otherwise."""
+
+        def guess() -> _Fetched | None:
+            try:
+                return self.conn.try_once(lambda admin: self._ask(admin, offset, _READ_COMMITTED, guess=True))
+            except Exception:  # noqa: BLE001 - a wrong guess in any of its forms: the read asks as usual
+                return None
+
+        self._primed_at = offset
+        return _AHEAD.submit(guess)
+
+    def _ask(self, admin: KafkaAdminClient, offset: int, isolation: int, guess: bool = False) -> _Fetched:
         partition = FetchRequest.FetchTopic.FetchPartition(
             partition=self.partition,
             current_leader_epoch=-1,
@@ -208,8 +224,10 @@ class PartitionLog:
             answer = send_request(admin, request, node=self.leader, timeout_ms=wait_ms)
         except _LEADER_AWAY:
             # A client whose connection to a broker broke may keep failing to reach it after it restarts
-            # (reconnect back-off): the next look asks with a new one.
-            self.conn.reset(admin)
+            # (reconnect back-off): the next look asks with a new one. Not for a guess: other calls may be
+            # using the client (the metadata request that checks the guess).
+            if not guess:
+                self.conn.reset(admin)
             raise _LeaderGone() from None
         self.fetches += 1
         self._fetch_bytes = min(FETCH_BYTES, self._fetch_bytes * 4)
@@ -263,13 +281,22 @@ class PartitionLog:
 
     # ------------------------------------------------------------ walking
 
-    def entries(self, offset: int, stop: int, deadline: float) -> Generator[Message, None, None]:
+    def entries(
+        self, offset: int, stop: int, deadline: float, primed: Future[_Fetched | None] | None = None
+    ) -> Generator[Message, None, None]:
         """Every record and marker at ``offset`` or after and below ``stop``, in offset order, each
-        with its transaction's fate. Ends early (quietly) at ``deadline``; the caller checks the clock."""
-        return cast(Generator[Message, None, None], self.walk(offset, stop, deadline))
+        with its transaction's fate. Ends early (quietly) at ``deadline``; the caller checks the clock.
+        ``primed``: the first fetch, sent already by :meth:`prime` (from ``offset``)."""
+        return cast(Generator[Message, None, None], self.walk(offset, stop, deadline, primed=primed))
 
     def walk(
-        self, offset: int, stop: int, deadline: float, pass_over: PassOver | None = None, ahead: bool = False
+        self,
+        offset: int,
+        stop: int,
+        deadline: float,
+        pass_over: PassOver | None = None,
+        ahead: bool = False,
+        primed: Future[_Fetched | None] | None = None,
     ) -> Generator[Message | Passed, None, None]:
         """:meth:`entries`, where ``pass_over`` may pass over whole batches of records below the LSO that lie
         within ``offset`` and ``stop`` (each a Passed, in its place in offset order). With ``ahead`` (a scan of
@@ -281,7 +308,10 @@ class PartitionLog:
             def skip(first: int, last: int, count: int, payload: bytes) -> bool:
                 return first >= offset and last < stop and pass_over(first, last, count, payload)
 
-        box: list[tuple[int, Future[_Fetched]] | None] = [None]  # the fetch sent ahead: (its offset, its answer)
+        # The fetch sent ahead: (its offset, its answer; None: ask again).
+        box: list[tuple[int, Future[_Fetched | None]] | None] = [None]
+        if primed is not None:
+            box[0] = (self._primed_at, primed)
         try:
             yield from self._walk_from(offset, stop, deadline, skip, ahead, box)
         finally:
@@ -296,7 +326,7 @@ class PartitionLog:
         deadline: float,
         skip: PassOver | None,
         ahead: bool,
-        box: list[tuple[int, Future[_Fetched]] | None],
+        box: list[tuple[int, Future[_Fetched | None]] | None],
     ) -> Generator[Message | Passed, None, None]:
         """The walk of :meth:`walk`; ``box`` holds the fetch sent ahead, if any, for the caller to drop."""
         position = offset
@@ -305,12 +335,12 @@ class PartitionLog:
         while position < stop and time.monotonic() < deadline:
             isolation = _READ_COMMITTED if self._lso_now is None or position < self._lso_now else _READ_UNCOMMITTED
             sent, box[0] = box[0], None
+            answer = None
             if sent is not None and sent[0] == position and isolation == _READ_COMMITTED:
-                fetched = sent[1].result()
-            else:
-                if sent is not None:
-                    sent[1].cancel()
-                fetched = self._fetch(position, isolation)
+                answer = sent[1].result()
+            elif sent is not None:
+                sent[1].cancel()
+            fetched = answer if answer is not None else self._fetch(position, isolation)
             self._note(fetched)
             if isolation == _READ_COMMITTED and not fetched.batches and position >= fetched.last_stable_offset:
                 continue  # the LSO is behind us: ask again, read_uncommitted, for what lies above it

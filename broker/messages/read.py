@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -315,11 +316,21 @@ def _page_inside(
     outside (get_page then clamps it and says so, as before), and when the answer does not say (a fetch
     answer without the log start offset, or a leader that did not answer lately): get_page reads as before.
     Raises as get_page does."""
-    infos = get_topic_leaders(conn, topic)
+    guessed = _guess_first_fetch(conn, topic, partition, offset, limit)
+    try:
+        infos = get_topic_leaders(conn, topic)
+    except BaseException:
+        if guessed is not None:
+            guessed[1].cancel()
+        raise
+    _remember_leaders(conn, topic, infos)
     leader = _led(_pick(infos, topic, partition), topic)
+    if guessed is not None and (guessed[0].leader != leader or offset < 0 or conn.is_silent(leader)):
+        guessed[1].cancel()  # the guess was wrong (a new leader): its answer, if one comes, is dropped
+        guessed = None
     if offset < 0 or conn.is_silent(leader):
         return None
-    read = _read_from(conn, topic, partition, leader, offset, limit, isolation)
+    read = _read_from(conn, topic, partition, leader, offset, limit, isolation, guessed)
     if read is None:
         return None
     window, (start, end, stable) = read
@@ -346,15 +357,53 @@ def _page_inside(
 _Read = tuple[_Window, tuple[int, int, int]] | None
 
 
-def _read_from(
-    conn: ClusterConnection, topic: str, partition: int, leader: int, offset: int, limit: int, isolation: str
-) -> _Read:
-    """:func:`_read_inside` from ``leader``; None when the first fetch was outside the partition."""
+# The leader the last metadata answer named for each (cluster, topic, partition): where a page's first fetch
+# is sent while the page's own metadata request is answered (:func:`_guess_first_fetch`). A guess only: the
+# page uses that answer when its metadata names the same leader, and shows only what its own requests said.
+_LEADER_HINTS: dict[tuple[str, str, int], int] = {}
+_MAX_HINTS = 100_000
+_Guessed = tuple[PartitionLog, Future[Any]]
+
+
+def _remember_leaders(conn: ClusterConnection, topic: str, infos: list[PartitionInfo]) -> None:
+    if len(_LEADER_HINTS) > _MAX_HINTS:
+        _LEADER_HINTS.clear()
+    for info in infos:
+        key = (conn.config.name, topic, info.partition)
+        if info.leader is None:
+            _LEADER_HINTS.pop(key, None)
+        else:
+            _LEADER_HINTS[key] = info.leader
+
+
+def _guess_first_fetch(conn: ClusterConnection, topic: str, partition: int, offset: int, limit: int) -> _Guessed | None:
+    """The page's first fetch sent now to the leader the last metadata named, beside the metadata request
+    that checks it: a page then costs one round trip rather than two. None without a hint (the first read
+    of the topic in this process), for a leader that did not answer lately, or an offset from the end."""
+    leader = _LEADER_HINTS.get((conn.config.name, topic, partition))
+    if leader is None or offset < 0 or conn.is_silent(leader):
+        return None
     log = PartitionLog(conn, topic, partition, leader, first_fetch_bytes=PAGE_FIRST_FETCH)
+    return log, log.prime(max(0, offset - limit))
+
+
+def _read_from(
+    conn: ClusterConnection,
+    topic: str,
+    partition: int,
+    leader: int,
+    offset: int,
+    limit: int,
+    isolation: str,
+    guessed: _Guessed | None = None,
+) -> _Read:
+    """:func:`_read_inside` from ``leader`` (with the first fetch already sent when ``guessed``); None when the
+    first fetch was outside the partition."""
+    log = guessed[0] if guessed is not None else PartitionLog(conn, topic, partition, leader, PAGE_FIRST_FETCH)
     deadline = time.monotonic() + conn.config.timeout * 2
     with _reading(conn, topic, f"partition {partition}"):
         try:
-            return _read_inside(log, offset, limit, isolation, deadline)
+            return _read_inside(log, offset, limit, isolation, deadline, guessed[1] if guessed is not None else None)
         except OffsetOutOfRange:
             if log.high_watermark is None:
                 return None  # the first fetch was outside the partition
@@ -364,7 +413,7 @@ def _read_from(
 
 
 def _read_inside(
-    log: PartitionLog, offset: int, limit: int, isolation: str, deadline: float
+    log: PartitionLog, offset: int, limit: int, isolation: str, deadline: float, primed: Future[Any] | None = None
 ) -> tuple[_Window, tuple[int, int, int]] | None:
     """:func:`_read_window` for a read that does not know the partition's offsets yet: from ``limit``
     offsets before ``offset`` on, bounded by the high watermark (read_committed: the LSO) of the first
@@ -376,7 +425,7 @@ def _read_inside(
     bounds: tuple[int, int, int] | None = None
     start = stop = 0
     held = 0
-    for message in log.entries(low, _UNBOUNDED, deadline):
+    for message in log.entries(low, _UNBOUNDED, deadline, primed):
         if bounds is None:
             bounds = _first_bounds(log)
             if bounds is None:

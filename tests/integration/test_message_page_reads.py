@@ -87,3 +87,35 @@ def test_a_page_of_small_records_spanning_several_fetches(conn: ClusterConnectio
     topic = create_topic(unique("pages-spanning"), partitions=1, replication=1)
     produce(topic, [(None, b"v%05d" % i + b"." * 3_000) for i in range(400)], partition=0)
     check_pages(conn, topic, 50, [0, 49, 50, 51, 175, 349, 350, 399])
+
+
+def test_a_page_fetched_beside_its_metadata_uses_that_fetch_only_when_the_leader_was_guessed_right(
+    conn: ClusterConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A page's first fetch goes to the leader the last metadata named, while the page's own metadata request
+    # is answered; it is used only if that request names the same leader. Guesses of another broker, of a
+    # broker the cluster does not have, and a right one: every page exactly as the consumer reads it.
+    topic = create_topic(unique("pages-guess"), partitions=1, replication=1, assignments={0: [1]})
+    produce(topic, [(b"k%d" % i, b"v%05d" % i) for i in range(120)], partition=0)
+    records = consumed(topic, 0)
+    asked_as_usual: list[int] = []
+    usual = read.PartitionLog._fetch
+
+    def counted(self: read.PartitionLog, offset: int, isolation: int) -> object:
+        asked_as_usual.append(offset)
+        return usual(self, offset, isolation)
+
+    monkeypatch.setattr(read.PartitionLog, "_fetch", counted)
+    key = (conn.config.name, topic, 0)
+    for hint, guessed_right in ((None, False), (1, True), (0, False), (2, False), (99, False), (1, True)):
+        if hint is None:
+            read._LEADER_HINTS.pop(key, None)
+        else:
+            read._LEADER_HINTS[key] = hint
+        asked_as_usual.clear()
+        page = read.get_page(conn, topic, 0, offset=60, limit=20)
+        assert [(m.offset, m.key, m.value) for m in page.messages] == records[60:80], hint
+        assert (page.start_offset, page.end_offset, page.next_offset, page.prev_offset) == (0, 120, 80, 40), hint
+        # Right: the guessed fetch was the page's only one; wrong or none: the page fetched from the leader.
+        assert (asked_as_usual == []) == guessed_right, (hint, asked_as_usual)
+        assert read._LEADER_HINTS[key] == 1  # what the page's metadata said, for the next page
