@@ -6,6 +6,7 @@ JSON Schema; keys too; an unknown schema id; a registry that is down."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib
 import json
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
 from confluent_kafka.schema_registry import (
     SchemaRegistryClient,
     reference_subject_name_strategy,
@@ -33,7 +36,8 @@ from google.protobuf import json_format
 
 from broker.local import launcher
 from broker.messages.masking import parse_rules
-from tests.conftest import logged_in
+from console.asgi import application
+from tests.conftest import logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
@@ -372,3 +376,36 @@ def test_a_registry_that_is_down_leaves_the_pages_answering(
     monkeypatch.setenv("SCHEMA_REGISTRY_URL", schema_registry)
     reset_for_tests()
     assert [document(m) for m in page(client, name)] == [v for _, v in expected]
+
+
+def test_the_live_tail_decodes_registry_records_and_masks_their_fields(
+    client: Client, registry: SchemaRegistryClient, settings: Any
+) -> None:
+    name = create_topic(unique("sr-tail"), partitions=1)
+    settings.KAZAMI_MASKING = parse_rules(json.dumps([{"name": "who", "topics": name, "paths": ["$.customer.id"]}]))
+    viewer, admin = websocket_headers(logged_in("viewer")), websocket_headers(logged_in("admin"))
+
+    async def scenario() -> tuple[str, str]:
+        path = f"/ws/clusters/local/topics/{name}/tail/"
+        sockets = [WebsocketCommunicator(application, path, headers=h) for h in (viewer, admin)]
+        for ws in sockets:
+            assert (await ws.connect())[0]
+            await ws.receive_from(timeout=15)
+        await asyncio.sleep(1.0)  # the tails' consumers have reached the end
+        await asyncio.get_running_loop().run_in_executor(None, avro_orders, registry, name)
+        pushed = []
+        for ws in sockets:
+            text = ""
+            while "tail-rows" not in text:
+                text = await ws.receive_from(timeout=15)
+            pushed.append(text)
+            await ws.disconnect()
+        return pushed[0], pushed[1]
+
+    seen_by_viewer, seen_by_admin = async_to_sync(scenario)()
+    # The admin's rows show the decoded documents (HTML-escaped JSON lines), the viewer's the masked ones.
+    assert "&quot;customer&quot;: {&quot;id&quot;: &quot;41&quot;" in seen_by_admin
+    assert "2026-11-27T03:00:05.678+00:00" in seen_by_admin
+    assert "&quot;customer&quot;: {&quot;id&quot;: &quot;••••&quot;" in seen_by_viewer
+    assert "&quot;41&quot;" not in seen_by_viewer
+    assert "2026-11-27T03:00:05.678+00:00" in seen_by_viewer
