@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from analytics import events
+from analytics.formats import Formats, decode
 from analytics.reports import EVENT_REPORTS, REPORTS, Options, finish, one_pass, onepass
 from analytics.source import read_range
 from analytics.spark import first_line
@@ -110,11 +111,13 @@ def run_report(
     group: str,
     progress: Progress | None = None,
     cancelled: threading.Event | None = None,
+    formats: Formats | None = None,
 ) -> JobResult:
     """Compute ``spec`` over the records of ``ranges`` (read with Kafka source ``kafka`` options) as Spark
     job group ``group``. ``progress(fraction, stage)`` is called as Spark's tasks finish; setting
-    ``cancelled`` cancels Spark's jobs. Raises JobCancelled, JobFailed."""
-    return run_reports(spark, [spec], kafka, ranges, group, progress, cancelled)[0]
+    ``cancelled`` cancels Spark's jobs. ``formats``: how topics in a schema registry's wire format are
+    decoded (analytics.formats.plan_formats; None: every topic is JSON). Raises JobCancelled, JobFailed."""
+    return run_reports(spark, [spec], kafka, ranges, group, progress, cancelled, formats)[0]
 
 
 def run_reports(
@@ -125,12 +128,13 @@ def run_reports(
     group: str,
     progress: Progress | None = None,
     cancelled: threading.Event | None = None,
+    formats: Formats | None = None,
 ) -> list[JobResult]:
     """Compute every report of ``specs`` (reports over events, all over the same topics, range and bucket)
     over the records of ``ranges`` as Spark job group ``group``; returns their results in the order of
     ``specs``. The reports one pass computes (exact PV/UU, CTR, shares) share one read of the records;
     each other one (keywords, approximate PV/UU) reads them again. ``progress`` and ``cancelled`` as for
-    :func:`run_report`. Raises InvalidInput for specs that do not share their records, JobCancelled,
+    :func:`run_report`, and ``formats``. Raises InvalidInput for specs that do not share their records, JobCancelled,
     JobFailed."""
     if not specs:
         return []
@@ -157,7 +161,9 @@ def run_reports(
     for n, (read, one) in enumerate(reads):
         chosen = [specs[i] for i in read]
         step = _scaled(progress, n, len(reads))
-        found = _run_read(spark, chosen, one, kafka, ranges, f"{group}-{n}", partitions, group, step, cancelled)
+        found = _run_read(
+            spark, chosen, one, kafka, ranges, f"{group}-{n}", partitions, group, step, cancelled, formats
+        )
         results.update(zip(read, found, strict=True))
     if progress:
         progress(1.0, "done")
@@ -175,6 +181,7 @@ def _run_read(
     group: str,
     progress: Progress | None,
     cancelled: threading.Event | None,
+    formats: Formats | None = None,
 ) -> list[JobResult]:
     """One read of the records for ``specs``: one report, or (``together``) the one-pass reports."""
     from pyspark.sql import Observation
@@ -183,7 +190,8 @@ def _run_read(
     first = specs[0]
     reports = [spec.report for spec in specs]
     optional = ("keyword",) if "keywords" in reports else ()
-    parsed = events.parse(read_range(spark, kafka, ranges, first.from_ms, first.to_ms), first.bucket, optional)
+    records = decode(read_range(spark, kafka, ranges, first.from_ms, first.to_ms), formats)
+    parsed = events.parse(records, first.bucket, optional)
     seen = Observation(f"input-{name}")
     counted = parsed.observe(
         seen,
@@ -209,7 +217,7 @@ def _run_read(
             mine = collected
         rows, summary = finish(spec.report, [_shaped(r, module.COLUMNS) for r in mine])
         rows.sort(key=_order(getattr(module, "ORDER", module.COLUMNS)))
-        notes = []
+        notes = formats.notes() if formats else []
         if spec.approximate and spec.report == "pv_uu":
             notes.append("UU is approximate (HyperLogLog, about 1% relative error).")
         if not metrics["rows"]:
