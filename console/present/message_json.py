@@ -122,9 +122,10 @@ def shown_json(shown: ShownMessage) -> dict[str, Any]:
     return found
 
 
-def csv_row(m: Message, masked_column: bool = False) -> list[Any]:
-    """A download's row; with ``masked_column``, what masking hid, separated by "; ", last."""
-    data = message_json(m)
+def csv_row(m: Message, masked_column: bool = False, data: dict[str, Any] | None = None) -> list[Any]:
+    """A download's row; with ``masked_column``, what masking hid, separated by "; ", last. ``data``: the message
+    as the API gives it, when already made (:func:`shown_json`: a registry record's document, not its bytes)."""
+    data = data if data is not None else message_json(m)
     row = [data[column] for column in CSV_COLUMNS]
     return [*row, "; ".join(data["masked"])] if masked_column else row
 

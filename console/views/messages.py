@@ -282,9 +282,8 @@ def _download(
     cluster: str, topic: str, spec: SearchSpec, output: str, masker: Masker, cancel: threading.Event | None = None
 ) -> HttpResponse:
     """The search's matches as a file: masked as the user's pages show them (the CSV then ends with a
-    ``masked`` column)."""
+    ``masked`` column); a key or value a registry's schema reads as its document's JSON (encoding ``json``)."""
     result = run_search(get_connection(cluster), cluster, topic, spec, masker=masker, cancel=cancel)
-    found = [s.message for s in result.shown]
     if output == "json":
         body = json.dumps(
             {
@@ -294,7 +293,7 @@ def _download(
                 "matched": result.progress.matched,
                 "stopped": result.progress.stopped,
                 "stop_reason": result.stop_reason,
-                "messages": [message_json(m) for m in found],
+                "messages": [shown_json(s) for s in result.shown],  # registry records as their documents
             },
             indent=2,
         )
@@ -303,7 +302,7 @@ def _download(
         buffer = io.StringIO()
         writer = spreadsheet.writer(buffer)
         writer.writerow([*CSV_COLUMNS, MASKED_COLUMN] if masker.active else CSV_COLUMNS)
-        writer.writerows(csv_row(m, masker.active) for m in found)
+        writer.writerows(csv_row(s.message, masker.active, shown_json(s)) for s in result.shown)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{topic}-search.{output}"'
     return response

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import csv
 import importlib
+import io
 import json
 import socket
 import sys
@@ -182,6 +184,17 @@ def test_search_filters_reach_into_avro_fields(client: Client, registry: SchemaR
         found = response.json()["messages"]
         assert [m["offset"] for m in found] == offsets, query
         assert [document(m) for m in found] == [expected[o][1] for o in offsets]
+    page_url = f"/clusters/local/topics/{name}/search/"
+    downloaded = json.loads(client.get(page_url, {"q": 'value.customer.id == "42"', "format": "json"}).content)
+    assert [document(m) for m in downloaded["messages"]] == [expected[1][1]]
+    rows = list(csv.reader(io.StringIO(client.get(page_url, {"q": "key.id == 2", "format": "csv"}).content.decode())))
+    assert rows[0] == ["partition", "offset", "timestamp", "key_encoding", "key", "value_encoding", "value"]
+    assert (rows[1][3], json.loads(rows[1][4]), rows[1][5], json.loads(rows[1][6])) == (
+        "json",
+        expected[2][0],
+        "json",
+        expected[2][1],
+    )
 
 
 def test_masking_paths_reach_into_decoded_fields_on_every_surface(
