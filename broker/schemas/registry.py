@@ -226,6 +226,8 @@ class Registry:
         self._pending: dict[int, Future[RegisteredSchema]] = {}
         self._versions: dict[tuple[str, int], tuple[float, RegisteredSchema]] = {}
         self._down: tuple[float, RegistryError] | None = None
+        # Whether the registry answered GET /schemas?latestOnly=true without subjects (Apicurio): not asked again.
+        self._no_latest_listing = False
 
     def __repr__(self) -> str:
         return f"Registry({self.config.url!r})"
@@ -427,13 +429,18 @@ class Registry:
         """Every subject's latest schema in one request (``GET /schemas?latestOnly=true``) where the registry
         answers it with subjects and versions (Confluent, Karapace); None where it does not (Apicurio lists
         schema texts only): callers then ask per subject, only for those they show."""
+        if self._no_latest_listing:
+            return None
         try:
             answer = self._get("/schemas", [("latestOnly", "true")])
         except RegistryError as exc:
             if exc.status == 0:
                 raise
+            self._no_latest_listing = True
             return None
         if not isinstance(answer, list) or any(not isinstance(e, dict) or "subject" not in e for e in answer):
+            # Not asked again: such a registry answers every schema's text, for nothing.
+            self._no_latest_listing = True
             return None
         found: dict[str, SubjectSummary] = {}
         for e in answer:

@@ -40,6 +40,8 @@ from console.errors import api_view, page_view, status_of
 from console.params import is_htmx, json_object
 from console.present.listing import Listing, make_listing
 
+# Subjects a page of the list shows unless ?per_page= says otherwise.
+PER_PAGE = 25
 # What the type picker offers, as the registry names them and as people do.
 TYPE_LABELS = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
 
@@ -164,8 +166,11 @@ def _listing(request: HttpRequest, registry: Registry) -> tuple[Listing[str], li
     deleted = request.GET.get("deleted", "") in ("1", "true", "on")
     names = registry.subjects(deleted=deleted)
     live = set(registry.subjects()) if deleted else set(names)
+    # 25 subjects a page unless asked: a registry without a listing of latest schemas (Apicurio) is asked two
+    # requests per subject shown.
+    params = {**request.GET.dict(), "per_page": request.GET.get("per_page") or str(PER_PAGE)}
     listing = make_listing(
-        request.GET,
+        params,
         names,
         {"subject": lambda s: s.lower()},
         lambda s: s,
