@@ -20,8 +20,9 @@ and spacing may be written differently from the original); an unmasked part keep
 A replacement has a fixed length (``••••`` by default), so a masked value does not tell how long the
 hidden one was. Avro keys and values are masked as the document the topic's schema reads (a
 :func:`avro_reader` given to the Masker), and records in a schema registry's wire format as the document their
-registered schema reads (:func:`registry_reader`), and then written as JSON; without a schema they are bytes,
-matched by ``regex`` only. A schema is uploaded by people the rules may mask for, so it cannot switch a
+registered schema reads (:func:`registry_reader`), and then written as JSON (a registry record that cannot be
+read now, its registry down say, is hidden whole by a rule with paths: the page could read it a moment later);
+without a schema they are bytes, matched by ``regex`` only. A schema is uploaded by people the rules may mask for, so it cannot switch a
 pattern off: when the bytes hold a match the schema's document does not (a schema that reads text as
 numbers, or cuts a card number across fields), the bytes are masked as bytes instead, and the whole
 value is replaced when those still read as a document some rule reaches.
@@ -392,6 +393,9 @@ def _regex_leaves(node: Any, pattern: Any, replacement: str) -> tuple[Any, int]:
 
 _NOT_JSON = object()
 NOT_READ = object()  # what a Reader gives for bytes it cannot read
+# What a Reader gives for bytes that name a schema it could not read them with now (a registry down, an id not
+# known yet): a path may reach into them once it can, so a rule with paths hides them whole until then.
+UNREADABLE = object()
 
 
 def _parse_json(text: str) -> Any:
@@ -421,7 +425,9 @@ def registry_reader(registry: RecordDecoder, schema: AvroSchema | None = None) -
 
     def read(raw: bytes) -> Any:
         decoded = decode(raw, "auto", schema, limit=0, registry=registry)
-        return decoded.data if decoded.kind in SCHEMA_KINDS else NOT_READ
+        if decoded.kind in SCHEMA_KINDS:
+            return decoded.data
+        return UNREADABLE if decoded.schema is not None else NOT_READ
 
     return read
 
@@ -462,6 +468,11 @@ def mask_bytes(
         return json.dumps(document, ensure_ascii=False).encode("utf-8"), labels
     if reader is not None:
         read = reader(bytes(raw))
+        if read is UNREADABLE:
+            if any(rule.steps for rule in rules):  # the page could read it a moment later, paths unapplied
+                replacement = next((r.replacement for r in rules if r.steps), DEFAULT_REPLACEMENT)
+                return replacement.encode("utf-8"), [f"{prefix}$"]
+            read = NOT_READ
         if read is not NOT_READ:
             return _mask_read(bytes(raw), text, read, rules, prefix, reader)
     return _mask_raw(bytes(raw), text, rules, prefix)

@@ -318,3 +318,23 @@ def test_search_filters_reach_into_decoded_fields_and_the_probe_lets_framed_reco
         unaware = probe_for(parsed)
         assert unaware is not None
         assert not unaware.may_match(message)  # what the probe would have skipped without framed
+
+
+def test_masking_paths_reach_registry_records_and_an_unreadable_one_is_hidden_whole() -> None:
+    from broker.messages.masking import mask_bytes, parse_rules, registry_reader
+
+    source = Memory()
+    source.add(41, AVRO, json.dumps(ENUMS))
+    raw = wire.frame(41, _avro({"customer": {"id": "42"}, "status": "PAID"}, ENUMS))
+    rules = parse_rules(json.dumps([{"name": "who", "topics": "t", "paths": ["$.customer.id"]}]))
+    masked, labels = mask_bytes(raw, rules, "", registry_reader(RecordDecoder(source)))
+    assert json.loads(masked or b"") == {"customer": {"id": "••••"}, "status": "PAID"}
+    assert labels == ["$.customer.id"]
+    down = Memory()
+    down.down = True
+    masked, labels = mask_bytes(raw, rules, "", registry_reader(RecordDecoder(down)))
+    assert (masked, labels) == ("••••".encode(), ["$"])
+    patterns = parse_rules(json.dumps([{"name": "digits", "topics": "t", "regex": "4[0-9]"}]))
+    masked, labels = mask_bytes(raw, patterns, "", registry_reader(RecordDecoder(down)))
+    assert b"42" not in (masked or b"")  # a pattern still masks the bytes
+    assert labels == ["~ digits"]
