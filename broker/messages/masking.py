@@ -22,10 +22,10 @@ hidden one was. Avro keys and values are masked as the document the topic's sche
 :func:`avro_reader` given to the Masker), and records in a schema registry's wire format as the document their
 registered schema reads (:func:`registry_reader`), and then written as JSON (a registry record that cannot be
 read now, its registry down say, is hidden whole by a rule with paths: the page could read it a moment later);
-without a schema they are bytes, matched by ``regex`` only. A schema is uploaded by people the rules may mask for, so it cannot switch a
-pattern off: when the bytes hold a match the schema's document does not (a schema that reads text as
-numbers, or cuts a card number across fields), the bytes are masked as bytes instead, and the whole
-value is replaced when those still read as a document some rule reaches.
+without a schema they are bytes, matched by ``regex`` only. A schema is uploaded by people the rules may
+mask for, so it cannot switch a pattern off: when the bytes hold a match the schema's document does not
+(a schema that reads text as numbers, or cuts a card number across fields), the bytes are masked as bytes
+instead, and the whole value is replaced when those still read as a document some rule reaches.
 
 Every masking is reported by *label* so the pages can say what was masked: the concrete JSON path for
 a path (``$.items[0].card``), ``~ name`` for a rule's pattern, prefixed by ``key`` or
