@@ -204,7 +204,7 @@ class ProtoSchema:
             data = json_format.MessageToDict(
                 message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )
-        except (ValueError, TypeError, RecursionError) as exc:  # e.g. an Any of a type not in the pool
+        except (json_format.Error, ValueError, TypeError, RecursionError) as exc:  # an Any of a type not in the pool
             raise ProtoSchemaError(f"the {name} message cannot be shown as JSON: {exc}") from None
         return data
 
