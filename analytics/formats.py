@@ -128,12 +128,12 @@ def page_values(conn: ClusterConnection) -> Sampler:
     return read
 
 
-def plan_formats(
-    ranges: TopicRanges, sampler: Sampler, registry: SchemaSource | None, where: str = "the schema registry"
-) -> Formats:
+def plan_formats(ranges: TopicRanges, sampler: Sampler, registry: SchemaSource | None) -> Formats:
     """The format of each topic of ``ranges``, from a sample of its records (the first and last SAMPLE of up
-    to SAMPLED_PARTITIONS partitions) and, for framed ones, the registry. ``where`` names the registry in
-    errors. Raises SchemaUnavailable (no registry, or it does not answer)."""
+    to SAMPLED_PARTITIONS partitions) and, for framed ones, the registry. Raises SchemaUnavailable (no
+    registry, or it does not answer)."""
+    where = str(getattr(registry, "where", "") or "the schema registry")
+    where = where[:1].lower() + where[1:]
     parts: dict[str, list[Any]] = {}
     for p in ranges.partitions:
         if p.records > 0:

@@ -16,12 +16,15 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
+from analytics.formats import Formats, page_values, plan_formats
 from analytics.runner import JobCancelled, JobResult, JobSpec, run_lag_report, run_report
 from analytics.spark import SparkSettings, first_line
 from broker.errors import KazamiError
+from broker.messages.ranges import TopicRanges
 from console.background.job_spec import ranges_of, spec_of, stored_offsets
 from console.background.jobs import dispatch, finish, get_job, jobs_dir
-from console.config.clusters import get_configs
+from console.config.clusters import get_configs, get_connection
+from console.config.registry import registry_for
 from console.models import AnalyticsJob, AnalyticsResult, LagSample
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,9 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
         return
     config = get_configs()[job.cluster]
     ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
+    # Topics in a schema registry's wire format: their schemas fetched here, before Spark starts (or the reason
+    # there are none: SchemaUnavailable fails the job).
+    formats = _formats(job.cluster, ranges) if ranges.records else None
     if ranges.records and spark is None:
         spark = _start_spark(job)
     if cancelled.is_set():
@@ -89,8 +95,13 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
             group=f"kazami-job-{job.pk}",
             progress=_progress_of(job),
             cancelled=cancelled,
+            formats=formats,
         ),
     )
+
+
+def _formats(cluster: str, ranges: TopicRanges) -> Formats:
+    return plan_formats(ranges, page_values(get_connection(cluster)), registry_for(cluster))
 
 
 def lag_samples(cluster: str, spec: JobSpec) -> list[tuple[Any, ...]]:

@@ -227,3 +227,68 @@ def test_framed_records_without_a_registry_stop_the_job_before_spark(connection:
     plain = plan_formats(get_ranges(connection, [written["json"]], None, None), page_values(connection), None)
     assert not plain.framed
     assert plain.notes() == []
+
+
+@pytest.fixture
+def no_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs are claimed but not started in a process of their own: the test runs them itself."""
+    from console.background import jobs
+
+    monkeypatch.setattr(jobs, "_spawn", lambda job_id: None)
+
+
+@pytest.fixture
+def console_registry(clusters_reset: None) -> Any:
+    """The console's registry and cluster connections forgotten before and after the test."""
+    from console.config.registry import reset_for_tests
+
+    reset_for_tests()
+    yield
+    reset_for_tests()
+
+
+@pytest.mark.django_db
+def test_a_console_job_over_an_avro_topic_says_what_it_read(
+    spark: Any, written: dict[str, Any], no_spawn: None, console_registry: None
+) -> None:
+    from console.background import job_process
+    from tests.conftest import logged_in
+
+    client = logged_in("operator")
+    body = {"report": "ctr", "topics": [written["avro"]], "bucket": "hour"}
+    job_id = client.post("/api/clusters/local/jobs/", json.dumps(body), content_type="application/json").json()["id"]
+    done = job_process.execute(job_id, spark=spark)
+    assert done.status == "succeeded", done.error
+    rows = client.get(f"/api/jobs/{job_id}/result/").json()["rows"]
+    table_, _ = ref.ctr(ref.read(written["events"], None, None), "hour")
+    assert {(r["bucket_start"], r["campaign_id"], r["ad_id"]): (r["impressions"], r["clicks"]) for r in rows} == table_
+    status = client.get(f"/api/jobs/{job_id}/").json()
+    assert status["malformed"] == {}
+    assert any(f"subject {written['avro']}-value v2" in note for note in status["notes"])
+    page = client.get(f"/clusters/local/analytics/jobs/{job_id}/").content.decode()
+    assert f"subject {written['avro']}-value v1 (read as v2)" in page
+
+
+@pytest.mark.django_db
+def test_a_console_job_with_the_registry_down_fails_before_spark_with_the_reason(
+    written: dict[str, Any], no_spawn: None, console_registry: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from console.background import job_process
+    from console.config.registry import reset_for_tests
+    from tests.conftest import logged_in
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:{port}/apis/ccompat/v7")
+    monkeypatch.setenv("SCHEMA_REGISTRY_TIMEOUT", "2")
+    reset_for_tests()
+    client = logged_in("operator")
+    body = {"report": "pv_uu", "topics": [written["avro"]], "bucket": "hour"}
+    job_id = client.post("/api/clusters/local/jobs/", json.dumps(body), content_type="application/json").json()["id"]
+    done = job_process.execute(job_id)  # no Spark session given: one would start only after the schemas
+    assert done.status == "failed"
+    assert "wire format" in done.error
+    assert f"127.0.0.1:{port}" in done.error
+    assert done.spark_ui_url == ""
+    assert "Traceback" not in done.error
