@@ -3,9 +3,11 @@
     python -m analytics fetch-jars
     python -m analytics run pv_uu --topics page-views --bucket hour [--from ISO] [--to ISO]
         [--approximate] [--top-n 20] [--bootstrap-servers H:P,...] [--master local[*]]
+        [--schema-registry URL]
 
 ``run`` needs no console: it reads a PLAINTEXT cluster, and the same command runs on a Spark
-cluster with ``--master spark://host:7077``.
+cluster with ``--master spark://host:7077``. Topics in a schema registry's wire format are read
+decoded with the registry at ``--schema-registry`` (default: ``SCHEMA_REGISTRY_URL``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"),
     )
     run.add_argument("--master", default=os.environ.get("KAZAMI_SPARK_MASTER", "local[*]"))
+    run.add_argument(
+        "--schema-registry",
+        default=os.environ.get("SCHEMA_REGISTRY_URL", ""),
+        help="the Confluent-compatible base URL of the registry of topics in its wire format",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "fetch-jars":
@@ -62,13 +69,21 @@ def main(argv: list[str] | None = None) -> int:
             top_n=args.top_n,
         )
         config = ClusterConfig(name="cli", bootstrap_servers=split_servers(args.bootstrap_servers), timeout=10)
-        ranges = get_ranges(ClusterConnection(config), list(spec.topics), spec.from_ms, spec.to_ms)
+        connection = ClusterConnection(config)
+        ranges = get_ranges(connection, list(spec.topics), spec.from_ms, spec.to_ms)
         check_spec(spec, max_points=100_000, first_time_ms=ranges.first_time_ms)
+        from analytics.formats import page_values, plan_formats
         from analytics.source import kafka_options
+        from broker.schemas.registry import Registry, RegistryConfig
+
+        url = args.schema_registry.strip().rstrip("/")
+        registry = Registry(RegistryConfig(url=url)) if url else None
+        formats = plan_formats(ranges, page_values(connection), registry)
 
         spark = start_session(SparkSettings(master=args.master, app_name=f"kazami {spec.report}"))
         with tempfile.TemporaryDirectory() as scratch:
-            result = run_report(spark, spec, kafka_options(config, Path(scratch)), ranges, uuid.uuid4().hex)
+            kafka = kafka_options(config, Path(scratch))
+            result = run_report(spark, spec, kafka, ranges, uuid.uuid4().hex, formats=formats)
         print(json.dumps(asdict(result), indent=2))
     except KazamiError as exc:
         print(f"error: {exc}", file=sys.stderr)
