@@ -148,10 +148,11 @@ def _unknown_type_name(exc: Exception) -> str:
     return name if isinstance(name, str) else json.dumps(name, default=str)
 
 
-def _fastavro_parse(schema: object) -> object:
-    """fastavro.parse_schema, with whatever it raises turned into a SchemaError that reads well."""
+def _fastavro_parse(schema: object, named: dict[str, Any] | None = None) -> object:
+    """fastavro.parse_schema (``named``: the named types of referenced schemas, and where the schema's own go),
+    with whatever it raises turned into a SchemaError that reads well."""
     try:
-        return fastavro.parse_schema(schema)  # type: ignore[arg-type]
+        return fastavro.parse_schema(schema, named_schemas=named)  # type: ignore[arg-type]
     except RecursionError:
         raise SchemaError("the schema is nested too deeply") from None
     except fastavro.schema.UnknownType as exc:
@@ -179,6 +180,8 @@ class AvroSchema:
 
     source: str
     parsed: object = field(compare=False, repr=False)
+    # The JSON texts of the schemas it references (a registry's references), each after those it references.
+    references: tuple[str, ...] = field(default=(), compare=False, repr=False)
     _reader: object = field(init=False, compare=False, repr=False)
     _recursive: bool = field(init=False, compare=False, repr=False)
 
@@ -191,11 +194,14 @@ class AvroSchema:
             raise SchemaError("the schema is nested too deeply") from None
         except ValueError as exc:
             raise SchemaError(f"not valid JSON: {exc}") from None
-        object.__setattr__(self, "_reader", _fastavro_parse(renamed))
+        named: dict[str, Any] = {}
+        for reference in self.references:
+            _fastavro_parse(_rename_logical_types(json.loads(reference)), named)
+        object.__setattr__(self, "_reader", _fastavro_parse(renamed, named))
         object.__setattr__(self, "_recursive", walk.recursive)
 
 
-def parse_avro_schema(text: str) -> AvroSchema:
+def parse_avro_schema(text: str, references: tuple[str, ...] = ()) -> AvroSchema:
     """Parse the JSON text of an Avro schema and return it as an AvroSchema.
 
     Raises SchemaError, with a message meant for the user, when the text is over 1 MiB, is not JSON
@@ -215,7 +221,17 @@ def parse_avro_schema(text: str) -> AvroSchema:
         raise SchemaError(f"not valid JSON: {exc}") from None
     if not isinstance(schema, (dict, list, str)):
         raise SchemaError(f"an Avro schema is a JSON object, array or type name, not {json.dumps(schema)[:40]}")
-    return AvroSchema(text, _fastavro_parse(schema))
+    named: dict[str, Any] = {}
+    for reference in references:  # the named types they define are known to the schema
+        _fastavro_parse(_load_reference(reference), named)
+    return AvroSchema(text, _fastavro_parse(schema, named), references)
+
+
+def _load_reference(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SchemaError(f"a referenced schema is not valid JSON: {_shorten(str(exc))}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ NOT_CONFIGURED = "no schema registry is configured for this cluster"
 UNKNOWN_ID_SECONDS = 30.0  # how long an id the registry does not know is not asked again
 DOWN_SECONDS = 5.0  # how long a registry that did not answer is not asked again
 MAX_KEPT = 10_000  # compiled schemas kept per decoder
+MAX_REFERENCES = 100  # schemas one Avro schema may reference, all levels together
 
 
 @dataclass(slots=True)
@@ -83,10 +84,31 @@ class _Unreadable(Exception):
     """Bytes that do not read with their schema."""
 
 
-def _avro_reader(schema: RegisteredSchema) -> Callable[[bytes], tuple[object, str | None]]:
-    if schema.references:
-        raise avro.SchemaError("Avro schemas with references are not read yet")
-    parsed = avro.parse_avro_schema(schema.text)
+def _avro_references(schema: RegisteredSchema, source: SchemaSource, found: dict[tuple[str, int], str]) -> None:
+    """The texts of the schemas ``schema`` references, recursively, each after those it references."""
+    for reference in schema.references:
+        key = (reference.subject, reference.version)
+        if key in found:
+            continue
+        if len(found) >= MAX_REFERENCES:
+            raise avro.SchemaError(f"the schema references more than {MAX_REFERENCES} schemas")
+        try:
+            referenced = source.schema_by_subject(reference.subject, reference.version)
+        except RegistryError as exc:
+            raise avro.SchemaError(
+                f"its reference {reference.name} ({reference.subject} version {reference.version}) could not be "
+                f"fetched: {exc}"
+            ) from None
+        found[key] = ""  # taken: a reference back to it is not fetched again
+        _avro_references(referenced, source, found)
+        del found[key]
+        found[key] = referenced.text  # after what it references
+
+
+def _avro_reader(schema: RegisteredSchema, source: SchemaSource) -> Callable[[bytes], tuple[object, str | None]]:
+    texts: dict[tuple[str, int], str] = {}
+    _avro_references(schema, source, texts)
+    parsed = avro.parse_avro_schema(schema.text, tuple(text for text in texts.values() if text))
 
     def read(body: bytes) -> tuple[object, str | None]:
         try:
@@ -232,7 +254,7 @@ class RecordDecoder:
         kind = schema.schema_type
         try:
             if kind == AVRO:
-                reader = _avro_reader(schema)
+                reader = _avro_reader(schema, self.source)
             elif kind == PROTOBUF:
                 reader = _protobuf_reader(schema, self.source)
             elif kind == JSON_SCHEMA:

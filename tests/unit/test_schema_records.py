@@ -338,3 +338,34 @@ def test_masking_paths_reach_registry_records_and_an_unreadable_one_is_hidden_wh
     masked, labels = mask_bytes(raw, patterns, "", registry_reader(RecordDecoder(down)))
     assert b"42" not in (masked or b"")  # a pattern still masks the bytes
     assert labels == ["~ digits"]
+
+
+def test_an_avro_schema_with_references_reads_with_the_types_they_define() -> None:
+    customer = {"type": "record", "name": "Customer", "namespace": "ref", "fields": [{"name": "id", "type": "string"}]}
+    money = {
+        "type": "record",
+        "name": "Money",
+        "namespace": "ref",
+        "fields": [{"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}}],
+    }
+    order = {
+        "type": "record",
+        "name": "Order",
+        "namespace": "ref",
+        "fields": [{"name": "customer", "type": "ref.Customer"}, {"name": "total", "type": "ref.Money"}],
+    }
+    source = Memory()
+    source.add(51, AVRO, json.dumps(customer), subject="ref.Customer", version=1)
+    source.add(52, AVRO, json.dumps(money), subject="ref.Money", version=3)
+    refs = [SchemaReference("ref.Customer", "ref.Customer", 1), SchemaReference("ref.Money", "ref.Money", 3)]
+    source.add(53, AVRO, json.dumps(order), refs, subject="orders-value", version=1)
+    full = {**order, "fields": [{"name": "customer", "type": customer}, {"name": "total", "type": money}]}
+    raw = wire.frame(53, _avro({"customer": {"id": "c-1"}, "total": {"amount": Decimal("9.99")}}, full))
+    shown = decode(raw, registry=RecordDecoder(source))
+    assert (shown.kind, shown.error) == ("avro", None)
+    assert shown.data == {"customer": {"id": "c-1"}, "total": {"amount": "9.99"}}
+    missing = Memory()
+    missing.add(53, AVRO, json.dumps(order), refs)
+    failed = decode(raw, registry=RecordDecoder(missing))
+    assert failed.kind == "binary"
+    assert "could not be fetched" in (failed.error or "")
