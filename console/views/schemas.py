@@ -84,7 +84,8 @@ def registry_status(exc: RegistryError) -> tuple[int, str]:
         return 400, "invalid_input"
     if 400 <= exc.status < 500:
         return exc.status, "registry_refused"
-    return 502, "registry_error"
+    # The registry failed (5xx, or an answer that is not JSON): unavailable, as a cluster that fails is.
+    return 503, "registry_error"
 
 
 def registry_answers(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -541,9 +542,10 @@ def api_compatibility(request: HttpRequest, cluster: str, subject: str | None = 
     registry = _registry(cluster)
     if request.method != "GET":
         body = json_object(request)
-        if "compatibility" not in body:
+        level = body.get("compatibility", 0)
+        if not (level is None or isinstance(level, str)):
             raise RegistryError('Give {"compatibility": level} (null for a subject to follow the global one).', 400)
-        schema_changes.set_compatibility(request, cluster, registry, body.get("compatibility") or "", subject)
+        schema_changes.set_compatibility(request, cluster, registry, level or "", subject)
     if subject is None:
         return {"compatibility": registry.global_compatibility()}
     compat = registry.compatibility(subject)

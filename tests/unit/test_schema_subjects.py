@@ -119,7 +119,8 @@ def test_a_record_subject_finds_the_topics_with_topic_record_subjects_of_its_nam
         (422, 42203, (422, "invalid_compatibility_level")),
         (422, 42206, (422, "registry_refused")),
         (400, None, (400, "invalid_input")),
-        (500, 50001, (502, "registry_error")),
+        (500, 50001, (503, "registry_error")),
+        (502, None, (503, "registry_error")),
     ],
 )
 def test_registry_errors_become_http_answers(status: int, code: int | None, answer: tuple[int, str]) -> None:
