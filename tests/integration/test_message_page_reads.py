@@ -15,6 +15,7 @@ from broker.client.config import ClusterConfig
 from broker.client.connection import ClusterConnection
 from broker.local import launcher
 from broker.messages import read
+from broker.messages.log import PartitionLog
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
@@ -99,13 +100,13 @@ def test_a_page_fetched_beside_its_metadata_uses_that_fetch_only_when_the_leader
     produce(topic, [(b"k%d" % i, b"v%05d" % i) for i in range(120)], partition=0)
     records = consumed(topic, 0)
     asked_as_usual: list[int] = []
-    usual = read.PartitionLog._fetch
+    usual = PartitionLog._fetch
 
-    def counted(self: read.PartitionLog, offset: int, isolation: int) -> object:
+    def counted(self: PartitionLog, offset: int, isolation: int) -> object:
         asked_as_usual.append(offset)
         return usual(self, offset, isolation)
 
-    monkeypatch.setattr(read.PartitionLog, "_fetch", counted)
+    monkeypatch.setattr(PartitionLog, "_fetch", counted)
     key = (conn.config.name, topic, 0)
     for hint, guessed_right in ((None, False), (1, True), (0, False), (2, False), (99, False), (1, True)):
         if hint is None:
