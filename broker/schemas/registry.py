@@ -325,7 +325,10 @@ class Registry:
             if pending is None:
                 pending = self._pending[schema_id] = Future()
         if not mine:
-            return pending.result(timeout=self.config.timeout * 3)
+            try:
+                return pending.result(timeout=self.config.timeout * 3)
+            except TimeoutError:
+                raise RegistryError(f"{self.where} did not answer schema id {schema_id} in time.", 0) from None
         try:
             found = self._fetch_id(schema_id)
         except RegistryError as exc:
