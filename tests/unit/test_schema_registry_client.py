@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -341,3 +341,73 @@ def test_a_refused_connection_is_a_readable_status_0() -> None:
         registry.subjects()
     assert caught.value.status == 0
     assert caught.value.code is None
+
+
+# ---------------------------------------------------------------- TLS
+
+
+class _TlsRegistry(_FakeRegistry):
+    peers: ClassVar[list[object]] = []
+
+    def do_GET(self) -> None:
+        self.peers.append(self.connection.getpeercert())
+        self._answer(200, ["tls-subject"])
+
+
+@pytest.fixture
+def tls_registry(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """An https stand-in registry whose certificate a throwaway CA signed, requiring a client certificate of it."""
+    import ssl
+
+    from broker.local import certs
+
+    files = certs.generate_certs(tmp_path / "certs")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TlsRegistry)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(files.ca))
+    context.load_cert_chain(str(files.broker))
+    context.verify_mode = ssl.CERT_REQUIRED
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _TlsRegistry.peers.clear()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", files
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_tls_with_a_ca_file_and_a_client_certificate(tls_registry: tuple[str, Any], tmp_path: Path) -> None:
+    from broker.local import certs
+
+    url, files = tls_registry
+    mutual = RegistryConfig(
+        url, ssl_cafile=str(files.ca), ssl_certfile=str(files.client_cert), ssl_keyfile=str(files.client_key), timeout=3
+    )
+    assert Registry(mutual).subjects() == ["tls-subject"]
+    assert "kazami-client" in str(_TlsRegistry.peers[-1])
+    # Without the client certificate the server refuses the handshake: a readable status 0.
+    with pytest.raises(RegistryError) as caught:
+        Registry(RegistryConfig(url, ssl_cafile=str(files.ca), timeout=3)).subjects()
+    assert caught.value.status == 0
+    assert "cannot be reached" in str(caught.value)
+    # Another CA: the registry's certificate is not accepted, and said so; unless checking is off (tests only).
+    other = certs.generate_certs(tmp_path / "other")
+    stranger = RegistryConfig(
+        url, ssl_cafile=str(other.ca), ssl_certfile=str(files.client_cert), ssl_keyfile=str(files.client_key), timeout=3
+    )
+    with pytest.raises(RegistryError, match="TLS: its certificate was not accepted") as caught:
+        Registry(stranger).subjects()
+    assert caught.value.status == 0
+    unchecked = RegistryConfig(
+        url,
+        ssl_cafile=str(other.ca),
+        ssl_certfile=str(files.client_cert),
+        ssl_keyfile=str(files.client_key),
+        ssl_verify=False,
+        timeout=3,
+    )
+    assert Registry(unchecked).subjects() == ["tls-subject"]
+    # A key that does not belong to the certificate is refused when the client is made, naming neither file's content.
+    with pytest.raises(ConfigError, match="client certificate or key cannot be loaded"):
+        Registry(RegistryConfig(url, ssl_certfile=str(files.client_cert), ssl_keyfile=str(other.client_key)))
