@@ -316,8 +316,12 @@ def _as_json(schema: TopicSchema) -> Column:
 
     if schema.schema_type == AVRO:
         decoded = _avro(schema)
-        # A record becomes a JSON object; any other Avro type is shown as Spark casts it to text.
-        return F.to_json(decoded) if _is_record(schema.reader or schema.writer) else decoded.cast("string")
+        if not _is_record(schema.reader or schema.writer):
+            return decoded.cast("string")  # any other Avro type as Spark casts it to text
+        # A record becomes a JSON object. Bytes that do not decode give a record of nulls in PERMISSIVE mode
+        # (null fields are left out of the JSON): no document.
+        text = F.to_json(decoded)
+        return F.when(text != F.lit("{}"), text)
     if schema.schema_type == PROTOBUF:
         return _protobuf_udf(schema)(_body())
     return _body().cast("string")
@@ -416,5 +420,5 @@ def _protobuf_udf(schema: TopicSchema) -> Callable[[Column], Column]:
     def read(body: bytes | None) -> str | None:
         return read_protobuf(schema_id, descriptors, main, body)
 
-    udf: Callable[[Column], Column] = F.udf(read, "string")
+    udf: Callable[[Column], Column] = F.udf(read, "string", useArrow=False)
     return udf

@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,6 +93,9 @@ def start_session(settings: SparkSettings) -> SparkSession:
         # The machine's host name may resolve to an address other processes cannot reach; a local
         # driver only talks to itself.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python steps (the Protobuf decoding of analytics.formats) run in Spark's Python workers: this
+        # process's Python, with the project's packages, rather than whatever ``python3`` is on the PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(settings.master)
         .appName(settings.app_name)
