@@ -30,6 +30,8 @@ def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> str:
     if decoded.kind == "empty":
         return '<span class="pill pill-muted">empty</span>'
     badge = f'<span class="pill pill-muted">binary · {decoded.size} B</span> ' if decoded.kind == "binary" else ""
+    if decoded.schema is not None and decoded.kind != "binary":  # read with a schema registry's schema
+        badge = f'<span class="pill pill-muted" title="schema id {decoded.schema.get("id")}">{decoded.kind}</span> '
     error = ""
     if decoded.error:
         why = escape(decoded.error)
