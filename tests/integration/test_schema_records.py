@@ -150,6 +150,10 @@ def test_avro_keys_and_values_read_back_exactly_with_their_schema(
         assert (m["key_kind"], m["value_kind"]) == ("avro", "avro")
         assert m["value_schema"] == {"id": value_id, "subject": f"{name}-value", "version": 1, "type": "AVRO"}
         assert m["key_schema"] == {"id": key_id, "subject": f"{name}-key", "version": 1, "type": "AVRO"}
+    # The partition's list: each row's kind and its document on one line (HTML-escaped).
+    listed = client.get(f"/clusters/local/topics/{name}/partitions/0/").content.decode()
+    assert listed.count(f'title="schema id {value_id}">avro</span>') == 3
+    assert "&quot;customer&quot;: {&quot;id&quot;: &quot;42&quot;}" in listed
     # One message: the API, the page (the document and a link to its subject), and the downloads.
     one = client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/1")
     assert one.status_code == 200
