@@ -426,3 +426,22 @@ def test_the_live_tail_decodes_registry_records_and_masks_their_fields(
     assert "&quot;customer&quot;: {&quot;id&quot;: &quot;••••&quot;" in seen_by_viewer
     assert "&quot;41&quot;" not in seen_by_viewer
     assert "2026-11-27T03:00:05.678+00:00" in seen_by_viewer
+
+
+def test_the_segment_inspector_decodes_registry_records(client: Client, registry: SchemaRegistryClient) -> None:
+    name = create_topic(unique("sr-disk"), assignments={0: [0]})
+    expected = avro_orders(registry, name)
+    base = f"/api/clusters/local/brokers/0/partitions/{name}/0/segments/"
+    [segment] = client.get(base).json()["segments"]
+    batches = client.get(f"{base}{segment['base_offset']}/batches", {"position": 0}).json()["batches"]
+    records = []
+    for batch in batches:
+        url = f"{base}{segment['base_offset']}/batches/{batch['position']}/records"
+        records += client.get(url).json()["records"]
+    assert [(document(r, "key"), document(r)) for r in records] == expected
+    assert {r["value_kind"] for r in records} == {"avro"}
+    assert records[0]["value_schema"]["subject"] == f"{name}-value"
+    page = f"/clusters/local/brokers/0/partitions/{name}/0/segments/{segment['base_offset']}/batches/0/"
+    html = client.get(page).content.decode()
+    assert "&quot;id&quot;: &quot;41&quot;" in html  # the document, pretty-printed
+    assert "2026-11-27T03:00:05.678+00:00" in html
