@@ -100,7 +100,10 @@ def _gather(schema: RegisteredSchema, name: str, source: SchemaSource, files: _F
 
 def _protoc(files: _Files) -> list[descriptor_pb2.FileDescriptorProto]:
     """The text files compiled, with everything they import, by protoc in a temporary directory."""
-    import grpc_tools
+    try:
+        import grpc_tools
+    except ImportError:
+        raise ProtoSchemaError("Protobuf schemas need grpcio-tools (its protoc), which is not installed") from None
 
     includes = Path(grpc_tools.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory(prefix="kazami-proto-") as tmp:
@@ -120,6 +123,8 @@ def _protoc(files: _Files) -> list[descriptor_pb2.FileDescriptorProto]:
             done = subprocess.run(args, capture_output=True, timeout=PROTOC_TIMEOUT, check=False, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise ProtoSchemaError(f"protoc took more than {PROTOC_TIMEOUT:.0f} s on it") from None
+        except OSError as exc:
+            raise ProtoSchemaError(f"protoc could not be started: {exc}") from None
         if done.returncode != 0:
             reason = done.stderr.decode("utf-8", "replace").replace(str(root) + "/", "").strip()
             raise ProtoSchemaError(f"protoc: {reason[:500] or f'exit status {done.returncode}'}")
