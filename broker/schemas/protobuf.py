@@ -224,7 +224,11 @@ def compile_schema(schema: RegisteredSchema, source: SchemaSource) -> ProtoSchem
     _gather(schema, main, source, files)
     protos = dict(files.binary)
     if files.text:
-        for proto in _protoc(files):
+        try:
+            compiled = _protoc(files)
+        except OSError as exc:  # the temporary directory: no space, no permission
+            raise ProtoSchemaError(f"the schema could not be written for protoc: {exc}") from None
+        for proto in compiled:
             protos.setdefault(proto.name, proto)
     pool = _pool(protos)
     return ProtoSchema(protos[main], pool)
