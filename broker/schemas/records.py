@@ -234,6 +234,13 @@ class RecordDecoder:
             return result
 
     def _fetch(self, schema_id: int) -> _Compiled | _Failure:
+        try:
+            return self._fetch_and_compile(schema_id)
+        except Exception as exc:  # noqa: BLE001 - a page shows the record as bytes with the reason, never fails
+            reason = f"schema id {schema_id} could not be read: {type(exc).__name__}: {str(exc)[:300]}"
+            return _Failure(reason, time.monotonic() + DOWN_SECONDS)
+
+    def _fetch_and_compile(self, schema_id: int) -> _Compiled | _Failure:
         assert self.source is not None
         try:
             schema = self.source.schema_by_id(schema_id)
@@ -242,8 +249,9 @@ class RecordDecoder:
                 return _Failure(
                     f"schema id {schema_id} is not in the registry: {exc}", time.monotonic() + UNKNOWN_ID_SECONDS
                 )
-            reason = f"schema id {schema_id}: the schema registry did not answer: {exc}"
+            reason = f"schema id {schema_id}: the schema registry answered with an error: {exc}"
             if exc.status == 0 or exc.status >= 500:  # down: ask nothing of it for a few seconds
+                reason = f"schema id {schema_id}: the schema registry did not answer: {exc}"
                 self._down_until = time.monotonic() + DOWN_SECONDS
                 self._down_reason = f"the schema registry did not answer: {exc}"
             return _Failure(reason, time.monotonic() + DOWN_SECONDS)

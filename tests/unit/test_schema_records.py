@@ -369,3 +369,16 @@ def test_an_avro_schema_with_references_reads_with_the_types_they_define() -> No
     failed = decode(raw, registry=RecordDecoder(missing))
     assert failed.kind == "binary"
     assert "could not be fetched" in (failed.error or "")
+
+
+def test_a_source_that_fails_otherwise_leaves_the_record_as_bytes_with_the_reason() -> None:
+    class Broken(Memory):
+        def schema_by_id(self, schema_id: int) -> RegisteredSchema:
+            raise TimeoutError("another look-up of the same id took too long")
+
+    shown = decode(wire.frame(9, b"x"), registry=RecordDecoder(Broken()))
+    assert shown.kind == "binary"
+    assert "TimeoutError: another look-up" in (shown.error or "")
+    refused = Memory()
+    refused.schema_by_id = lambda schema_id: (_ for _ in ()).throw(RegistryError("unauthorized", status=401))  # type: ignore[method-assign]
+    assert "answered with an error" in (decode(wire.frame(9, b"x"), registry=RecordDecoder(refused)).error or "")
