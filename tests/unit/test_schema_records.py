@@ -9,6 +9,7 @@ import io
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import fastavro
 import pytest
@@ -91,7 +92,7 @@ ORDER = {
 }
 
 
-def _avro(value: dict, schema: dict = ORDER) -> bytes:
+def _avro(value: dict[str, Any], schema: dict[str, Any] = ORDER) -> bytes:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
     return out.getvalue()
