@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -160,11 +161,52 @@ class DeleteTopicForm(forms.Form):
         return value
 
 
+SCHEMA_FORMAT = ("schema", "a registry schema (the document as JSON)")
+SUBJECTS_LIST = "registry-subjects"  # the produce page's <datalist> of the registry's subjects
+
+
+def _subject_field(part: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=1000,
+        label=f"{part.capitalize()} subject",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "list": SUBJECTS_LIST, "spellcheck": "false"}),
+    )
+
+
+def _version_field(part: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=12,
+        label=f"{part.capitalize()} version",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": "latest", "inputmode": "numeric"}),
+        help_text="a version number, or latest",
+    )
+
+
+def _message_field(part: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=1000,
+        label=f"{part.capitalize()} Protobuf message",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        help_text="blank: the schema's first message",
+    )
+
+
 class ProduceForm(forms.Form):
     key = forms.CharField(required=False, strip=False, widget=forms.TextInput(attrs={"autocomplete": "off"}))
-    key_format = forms.ChoiceField(choices=[("none", "no key (null)"), *INPUT_FORMATS], initial="text")
+    key_format = forms.ChoiceField(choices=[("none", "no key (null)"), *INPUT_FORMATS, SCHEMA_FORMAT], initial="text")
+    key_subject = _subject_field("key")
+    key_version = _version_field("key")
+    key_message = _message_field("key")
     value = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
-    value_format = forms.ChoiceField(choices=[*INPUT_FORMATS, ("null", "null (tombstone)")], initial="text")
+    value_format = forms.ChoiceField(
+        choices=[*INPUT_FORMATS, ("null", "null (tombstone)"), SCHEMA_FORMAT], initial="text"
+    )
+    value_subject = _subject_field("value")
+    value_version = _version_field("value")
+    value_message = _message_field("value")
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "trace-id=abc"}),
@@ -182,23 +224,23 @@ class ProduceForm(forms.Form):
         no comments), in place of the ``headers`` lines."""
         super().__init__(*args, **kwargs)
         self.header_pairs = header_pairs
+        # The parts written with a registry schema, once encoded (console/changes/messages.py): part -> Encoded
+        self.encoded: dict[str, Any] = {}
 
     def clean(self) -> dict[str, Any] | None:
         data = super().clean()
         if data is None or self.errors:
             return data
-        try:
-            data["key_bytes"] = (
-                None if data["key_format"] == "none" else encode_input(data.get("key") or "", data["key_format"])
-            )
-        except InputError as exc:
-            self.add_error("key", str(exc))
-        try:
-            data["value_bytes"] = (
-                None if data["value_format"] == "null" else encode_input(data.get("value") or "", data["value_format"])
-            )
-        except InputError as exc:
-            self.add_error("value", str(exc))
+        data["schemas"] = {}
+        for part, nothing in (("key", "none"), ("value", "null")):
+            fmt = data[f"{part}_format"]
+            if fmt == "schema":
+                self._schema_part(data, part)
+                continue
+            try:
+                data[f"{part}_bytes"] = None if fmt == nothing else encode_input(data.get(part) or "", fmt)
+            except InputError as exc:
+                self.add_error(part, str(exc))
         fmt = data.get("header_format") or "text"
         try:
             if self.header_pairs is not None:
@@ -210,16 +252,66 @@ class ProduceForm(forms.Form):
             self.add_error("headers", exc)
         return data
 
+    def _schema_part(self, data: dict[str, Any], part: str) -> None:
+        """A key or value written with a registry schema: its subject, version ("latest" or a number) and, for
+        Protobuf, message kept in ``data["schemas"][part]``; the bytes come later (console/changes/messages.py
+        encodes the document with the registry)."""
+        subject = (data.get(f"{part}_subject") or "").strip()
+        version = (data.get(f"{part}_version") or "").strip() or "latest"
+        if not subject:
+            self.add_error(f"{part}_subject", f"Pick the subject whose schema writes the {part}.")
+            return
+        if version != "latest" and not (version.isdigit() and 0 < int(version) <= INT32_MAX):
+            self.add_error(f"{part}_version", "A version is a whole number from 1, or latest.")
+            return
+        data[f"{part}_bytes"] = None
+        data["schemas"][part] = {
+            "subject": subject,
+            "version": version if version == "latest" else int(version),
+            "message": (data.get(f"{part}_message") or "").strip() or None,
+        }
+
+    # What the page keeps in the form after a message is sent: how the next one is written.
+    KEPT_AFTER_SEND = (
+        "key_format",
+        "value_format",
+        "key_subject",
+        "key_version",
+        "key_message",
+        "value_subject",
+        "value_version",
+        "value_message",
+    )
+
+    @staticmethod
+    def schema_body(body: dict[str, Any]) -> dict[str, Any]:
+        """The API's body before the form reads it: a ``key_subject`` / ``value_subject`` without its format
+        means the schema format, and with it the document may be any JSON value (a string is its JSON text,
+        as the page's field is; null is the document null)."""
+        body = dict(body)
+        for part in ("key", "value"):
+            if body.get(f"{part}_subject") not in (None, "") and f"{part}_format" not in body:
+                body[f"{part}_format"] = "schema"
+            if body.get(f"{part}_format") == "schema" and not isinstance(body.get(part), str):
+                body[part] = json.dumps(body.get(part), ensure_ascii=False)
+            if isinstance(body.get(f"{part}_version"), int) and not isinstance(body.get(f"{part}_version"), bool):
+                body[f"{part}_version"] = str(body[f"{part}_version"])
+        return body
+
     def audit_params(self) -> dict[str, Any]:
-        """What the audit log keeps of a produced message: the key (cut), the value's size, header names."""
+        """What the audit log keeps of a produced message: the key (cut), the value's size, header names, and
+        the subject and version of a part written with a registry schema."""
         data = self.cleaned_data
         key, value = data.get("key_bytes"), data.get("value_bytes")
-        return {
+        params = {
             "partition": data.get("partition"),
             "key": None if key is None else key[:100].decode("utf-8", "replace"),
             "value_bytes": None if value is None else len(value),
             "headers": [name for name, _ in data.get("header_list", [])],
         }
+        for part, schema in (data.get("schemas") or {}).items():
+            params[f"{part}_schema"] = {k: v for k, v in schema.items() if v is not None}
+        return params
 
 
 class SchemaForm(forms.Form):
@@ -259,13 +351,17 @@ def body_form(
     form_class: type[F],
     request: HttpRequest,
     defaults: dict[str, str] | Callable[[dict[str, Any]], dict[str, str]] | None = None,
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     **kwargs: Any,
 ) -> F:
     """For the JSON API: a bound, valid ``form_class`` from the request's body (JSON, or form-encoded) over
     ``defaults`` (or what ``defaults(body)`` gives for that body); raises FormInvalid, a 400 answer with every
     field's errors, or InvalidInput. A JSON list or object of ``headers`` (the produce form's) reaches the form
-    as ``header_pairs``, exactly as sent, not as its text lines."""
+    as ``header_pairs``, exactly as sent, not as its text lines. ``prepare``: the body rewritten before any of
+    that (the produce API's documents given as JSON values)."""
     body = json_object(request, forms=True)
+    if prepare is not None:
+        body = prepare(body)
     data = {**((defaults(body) if callable(defaults) else defaults) or {}), **body}
     if "headers" in form_class.base_fields and isinstance(data.get("headers"), list | dict):
         kwargs["header_pairs"] = _header_pairs(data.pop("headers"))

@@ -54,6 +54,7 @@ class DocumentError(InvalidInput):
         self.path = path
         self.part = path.split(".", 1)[0].split("[", 1)[0]
         self.problem = problem
+        self.fields = {self.part: [str(self)]}  # the API's answer lists it under its part, as a form's errors
 
 
 def child(path: str, name: str | int) -> str:

@@ -1,17 +1,24 @@
-"""The console's changes to a topic's messages, as the pages and the API both make them: producing a message,
-and saving the Avro schema the console decodes a topic's keys or values with; checked, run and audited through
+"""The console's changes to a topic's messages, as the pages and the API both make them: producing a message
+(a key or value written with a registry schema encoded first: broker/schemas/encode.py), and saving the Avro
+schema the console decodes a topic's keys or values with; checked, run and audited through
 console.access.perform."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.http import HttpRequest
 
 from broker.client.connection import ClusterConnection
+from broker.errors import InvalidInput, KazamiError
 from broker.messages.masking import ROLE_LEVELS, mask_record, rules_for
 from broker.messages.produce import Produced, do_produce
+from broker.schemas.encode import DocumentError, Encoded, SchemaEncoder, SchemaUnusable, parse_document
+from broker.schemas.model import RegistryError
+from broker.schemas.registry import SUBJECT_NOT_FOUND, SUBJECT_SOFT_DELETED, VERSION_NOT_FOUND, Registry
 from console.access import Forbidden, perform, record, role_of
+from console.config.registry import registry_for
 from console.forms import ProduceForm
 from console.models import TopicSchema
 from console.present.masking import audit_masker, get_rules
@@ -19,7 +26,92 @@ from console.present.masking import audit_masker, get_rules
 AUDIT_KEY_CHARS = 100  # what the audit log keeps of a produced message's key
 
 
+# The registry errors that point at the subject or version the user picked (not found), by field suffix.
+_CHOICE_ERRORS = {SUBJECT_NOT_FOUND: "subject", VERSION_NOT_FOUND: "version", SUBJECT_SOFT_DELETED: "subject"}
+
+_encoders: dict[str, tuple[Registry, SchemaEncoder]] = {}
+_encoders_lock = threading.Lock()
+
+
+def schema_encoder(cluster: str) -> SchemaEncoder:
+    """The encoder of ``cluster``'s registry (one per registry in this process, so compiled schemas last);
+    raises InvalidInput when the cluster has none, ConfigError when it is configured wrongly."""
+    registry = registry_for(cluster)
+    if registry is None:
+        raise InvalidInput(
+            f"Cluster {cluster!r} has no schema registry configured: set SCHEMA_REGISTRY_URL (for the default "
+            f"cluster) or a [clusters.{cluster}.schema_registry] table in the clusters file."
+        )
+    with _encoders_lock:
+        kept = _encoders.get(cluster)
+        if kept is None or kept[0] is not registry:
+            kept = _encoders[cluster] = (registry, SchemaEncoder(registry))
+        return kept[1]
+
+
+def error_field(exc: Exception) -> str | None:
+    """The produce form's field an error raised by :func:`encode_documents` belongs to (None: the whole form)."""
+    field = getattr(exc, "field", None)
+    return field if isinstance(field, str) else None
+
+
+def encode_documents(cluster: str, form: ProduceForm) -> dict[str, Encoded]:
+    """The key and value the form writes with a registry schema, encoded in the wire format into the form's
+    ``key_bytes`` / ``value_bytes``. Raises DocumentError (the field that is wrong), SchemaUnusable,
+    RegistryError (the subject or version unknown, the registry down), each with ``field`` set to the form's
+    field it concerns."""
+    data = form.cleaned_data
+    choices: dict[str, dict[str, Any]] = data.get("schemas") or {}
+    if not choices:
+        return {}
+    try:
+        encoder = schema_encoder(cluster)
+    except KazamiError as exc:
+        exc.field = f"{next(iter(choices))}_format"  # type: ignore[attr-defined]
+        raise
+    done = {}
+    for part, choice in choices.items():
+        subject, version = choice["subject"], choice["version"]
+        try:
+            document = parse_document(data.get(part) or "", part)
+            encoded = encoder.encode(subject, version, document, part, choice["message"])
+        except DocumentError as exc:
+            exc.field = part  # type: ignore[attr-defined]
+            raise
+        except SchemaUnusable as exc:
+            failure = SchemaUnusable(f"{part}: {subject} version {version}: {exc}")
+            failure.field = f"{part}_subject"  # type: ignore[attr-defined]
+            raise failure from None
+        except RegistryError as exc:
+            named = _CHOICE_ERRORS.get(exc.code or 0)
+            registry_failure = RegistryError(f"{part}: {subject} version {version}: {exc}", exc.status, exc.code)
+            registry_failure.field = f"{part}_{named}" if named else None  # type: ignore[attr-defined]
+            raise registry_failure from None
+        data[f"{part}_bytes"] = encoded.data
+        done[part] = encoded
+    return done
+
+
+def schema_answer(encoded: dict[str, Encoded]) -> dict[str, Any]:
+    """``key_schema`` / ``value_schema`` of the API's answer: {"id", "subject", "version", "type"} (and the
+    Protobuf ``message``) of each part written with a registry schema."""
+    answer = {}
+    for part, done in encoded.items():
+        schema = done.schema
+        answer[f"{part}_schema"] = {
+            "id": schema.id,
+            "subject": schema.subject,
+            "version": schema.version,
+            "type": schema.schema_type,
+            **({"message": done.message} if done.message else {}),
+        }
+    return answer
+
+
 def produce(request: HttpRequest, conn: ClusterConnection, cluster: str, topic: str, form: ProduceForm) -> Produced:
+    """Send the form's message (its registry documents encoded first: a document its schema refuses is never
+    sent, nor audited, as any invalid input), audited as ``message.produce``."""
+    form.encoded = encode_documents(cluster, form)
     data = form.cleaned_data
     return perform(
         request,

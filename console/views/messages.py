@@ -26,6 +26,7 @@ from broker.messages.masking import Masker
 from broker.messages.partitioners import CHOICES, PARTITIONERS
 from broker.messages.query import describe_syntax
 from broker.messages.scan import KeySearch, find_by_key
+from broker.schemas.model import RegistryError
 from broker.topics import read as topics
 from console.access import needs
 from console.changes import messages as message_changes
@@ -54,6 +55,8 @@ from console.present.message_json import (
     shown_json,
 )
 from console.present.messages import DETAIL_LIMIT, decoding_for, show
+from console.present.schema_choices import produce_schemas
+from console.views.schemas import registry_answers, registry_status
 
 
 def _decoding(request: HttpRequest, cluster: str, topic: str) -> Any:
@@ -346,7 +349,8 @@ def tail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
 def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     infos = topics.get_topic_partitions(conn, topic)
-    form = ProduceForm(request.POST or None)
+    schemas = produce_schemas(cluster, topic)  # the registry's subjects; the topic's own chosen first
+    form = ProduceForm(request.POST or None, initial=schemas.initial)
     context: dict[str, Any] = {"cluster": cluster, "topic": topic, "partitions": infos, "form": form}
     status = 200
     if request.method == "POST":
@@ -354,12 +358,15 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
             data = form.cleaned_data
             try:
                 context["produced"] = message_changes.produce(request, conn, cluster, topic, form)
-                context["form"] = ProduceForm(initial={k: data.get(k) for k in ("key_format", "value_format")})
+                context["form"] = ProduceForm(initial={k: data.get(k) for k in ProduceForm.KEPT_AFTER_SEND})
             except KazamiError as exc:
-                status = status_of(exc)[0]
-                form.add_error(None, str(exc))
+                status = registry_status(exc)[0] if isinstance(exc, RegistryError) else status_of(exc)[0]
+                form.add_error(message_changes.error_field(exc), str(exc))
         else:
             status = 400
+    shown = context["form"]
+    context["schemas"] = schemas
+    context["chosen"] = schemas.chosen(shown.data if shown.is_bound else shown.initial)
     return render(request, "messages/produce.html", context, status=status)
 
 
@@ -514,11 +521,18 @@ def _produce_defaults(body: dict[str, Any]) -> dict[str, str]:
 
 @require_POST
 @api_view
+@registry_answers
 @needs("message.produce")
 def api_produce(request: HttpRequest, cluster: str, topic: str) -> Any:
-    form = body_form(ProduceForm, request, defaults=_produce_defaults)
+    form = body_form(ProduceForm, request, defaults=_produce_defaults, prepare=ProduceForm.schema_body)
     done = message_changes.produce(request, get_connection(cluster), cluster, topic, form)
     return JsonResponse(
-        {"topic": done.topic, "partition": done.partition, "offset": done.offset, "timestamp": done.timestamp},
+        {
+            "topic": done.topic,
+            "partition": done.partition,
+            "offset": done.offset,
+            "timestamp": done.timestamp,
+            **message_changes.schema_answer(form.encoded),
+        },
         status=201,
     )

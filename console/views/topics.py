@@ -27,6 +27,7 @@ from console.forms import (
 )
 from console.params import is_htmx
 from console.present.listing import make_listing
+from console.present.schema_choices import topic_schemas
 
 COLUMNS: dict[str, Any] = {
     "name": lambda t: t.name,
@@ -127,6 +128,8 @@ def _detail(request: HttpRequest, cluster: str, topic: str, status: int = 200, *
         "records_form": forms.get("records_form") or DeleteRecordsForm(),
         "delete_form": forms.get("delete_form") or DeleteTopicForm(topic=topic),
         "open_form": forms.get("open_form"),
+        # The subjects its records use in the cluster's schema registry (none configured: one line saying how)
+        "schemas": topic_schemas(cluster, topic),
     }
     return render(request, "topics/detail.html", context, status=status)
 
