@@ -220,13 +220,12 @@ def _readable(
     """``schema`` as the job reads it. Raises ValueError for one it cannot."""
     assert schema.id is not None
     if schema.schema_type == AVRO:
-        if schema.references:
-            raise ValueError("an Avro schema with references, which Spark's from_avro cannot take")
-        reader = schema
-        if latest is not None and latest.schema_type == AVRO and not latest.references:
-            reader = latest
+        writer = avro_text(schema, registry)
+        reader, reader_version = writer, version
+        if latest is not None and latest.schema_type == AVRO:
+            reader, reader_version = avro_text(latest, registry), latest.version
         return TopicSchema(
-            schema.id, AVRO, subject, version, writer=schema.text, reader=reader.text, reader_version=reader.version
+            schema.id, AVRO, subject, version, writer=writer, reader=reader, reader_version=reader_version
         )
     if schema.schema_type == PROTOBUF:
         from broker.schemas.protobuf import ProtoSchemaError, compile_schema
@@ -246,6 +245,67 @@ def _readable(
     if schema.schema_type == JSON_SCHEMA:
         return TopicSchema(schema.id, JSON_SCHEMA, subject, version)
     raise ValueError(f"a schema of type {schema.schema_type}")
+
+
+MAX_REFERENCE_DEPTH = 20
+NAMED = ("record", "enum", "fixed")
+
+
+def avro_text(schema: RegisteredSchema, source: SchemaSource, depth: int = 0) -> str:
+    """``schema``'s text with the named types of its references (fetched by subject and version, theirs too)
+    written in where first used, so that it stands alone as Spark's from_avro needs. Raises ValueError when a
+    reference cannot be fetched or does not parse, RegistryError when the registry does not answer."""
+    if not schema.references:
+        return schema.text
+    if depth > MAX_REFERENCE_DEPTH:
+        raise ValueError(f"Avro references nest more than {MAX_REFERENCE_DEPTH} deep")
+    definitions: dict[str, Any] = {}
+    for reference in schema.references:
+        try:
+            referenced = source.schema_by_subject(reference.subject, reference.version)
+        except RegistryError as exc:
+            if exc.status == 0:
+                raise
+            raise ValueError(f"its reference {reference.subject} v{reference.version}: {exc}") from None
+        definitions[reference.name] = _parsed(avro_text(referenced, source, depth + 1), reference.subject)
+    written: set[str] = set()
+
+    def inline(node: Any, namespace: str) -> Any:
+        if isinstance(node, str):
+            full = node if "." in node or not namespace else f"{namespace}.{node}"
+            for name in (full, node):
+                if name in definitions and name not in written:
+                    written.add(name)
+                    return definitions[name]
+            return node
+        if isinstance(node, list):
+            return [inline(item, namespace) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") in NAMED:
+            name = str(node.get("name", ""))
+            namespace = name.rsplit(".", 1)[0] if "." in name else str(node.get("namespace", namespace) or "")
+            written.add(f"{namespace}.{name}" if namespace and "." not in name else name)
+        out = dict(node)
+        if "type" in out:
+            out["type"] = inline(out["type"], namespace)
+        for key in ("items", "values"):
+            if key in out:
+                out[key] = inline(out[key], namespace)
+        if isinstance(out.get("fields"), list):
+            out["fields"] = [
+                {**f, "type": inline(f.get("type"), namespace)} if isinstance(f, dict) else f for f in out["fields"]
+            ]
+        return out
+
+    return json.dumps(inline(_parsed(schema.text, "the schema"), ""))
+
+
+def _parsed(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError(f"{what} is not JSON") from None
 
 
 def _descriptor_set(main: Any, pool: Any) -> bytes:

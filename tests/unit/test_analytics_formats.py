@@ -160,12 +160,55 @@ def test_framed_records_without_a_registry_or_with_one_down_stop_before_spark() 
         plan_formats(ranges_of("web", 1), sampler(values), source)
 
 
-def test_an_avro_schema_with_references_is_named_as_not_read() -> None:
+CUSTOMER = {
+    "type": "record",
+    "name": "Customer",
+    "namespace": "test.shop",
+    "fields": [{"name": "id", "type": "string"}],
+}
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "test.shop",
+    "fields": [
+        {"name": "buyer", "type": "Customer"},  # the referenced type, by its short name in its namespace
+        {"name": "payer", "type": ["null", "test.shop.Customer"], "default": None},  # used again: by name
+    ],
+}
+
+
+ORDER_WHOLE = {**ORDER, "fields": [{"name": "buyer", "type": CUSTOMER}, ORDER["fields"][1]]}
+
+
+def order_registry() -> Memory:
     source = Memory()
-    source.add(5, AVRO, json.dumps(V1), "web-value", 1, refs=[SchemaReference("x.Y", "y-value", 1)])
-    fmt = plan_formats(ranges_of("web", 1), sampler([wire.frame(5, b"")]), source).topics["web"]
+    source.add(40, AVRO, json.dumps(CUSTOMER), "test.shop.Customer", 1)
+    source.add(
+        41,
+        AVRO,
+        json.dumps(ORDER),
+        "orders-value",
+        1,
+        refs=[SchemaReference("test.shop.Customer", "test.shop.Customer", 1)],
+    )
+    return source
+
+
+def test_an_avro_schema_with_references_gets_their_types_written_in_where_first_used() -> None:
+    fmt = plan_formats(ranges_of("orders", 1), sampler([wire.frame(41, b"")]), order_registry()).topics["orders"]
+    (schema,) = fmt.schemas
+    whole = json.loads(schema.writer)
+    assert whole["fields"][0]["type"] == CUSTOMER
+    assert whole["fields"][1]["type"] == ["null", "test.shop.Customer"]
+    assert schema.reader == schema.writer
+    record = {"buyer": {"id": "b"}, "payer": {"id": "p"}}
+    parsed = fastavro.parse_schema(whole)
+    assert fastavro.schemaless_reader(io.BytesIO(avro(whole, record)), parsed) == record
+    broken = order_registry()
+    del broken.subjects["test.shop.Customer"]
+    fmt = plan_formats(ranges_of("orders", 1), sampler([wire.frame(41, b"")]), broken).topics["orders"]
     assert fmt.schemas == ()
-    assert "references" in fmt.skipped[0]
+    assert "its reference test.shop.Customer v1" in fmt.skipped[0]
 
 
 def proto_registry() -> tuple[Memory, Any]:
@@ -208,6 +251,9 @@ def test_protobuf_records_read_from_the_shipped_descriptors_by_their_message_ind
 def test_spark_decodes_every_format_into_json_text_and_keeps_the_bytes_as_written(spark: Any) -> None:
     source = avro_registry()
     source.add(30, JSON_SCHEMA, '{"type": "object"}', "js-value", 1)
+    orders = order_registry()
+    source.by_id.update(orders.by_id)
+    source.subjects.update(orders.subjects)
     proto_source, _ = proto_registry()
     source.by_id.update(proto_source.by_id)
     source.subjects.update(proto_source.subjects)
@@ -221,8 +267,9 @@ def test_spark_decodes_every_format_into_json_text_and_keeps_the_bytes_as_writte
         ("web", wire.frame(4, b"\xff\xff\xff")),  # bytes that are no v2 record
         ("js", wire.frame(30, b'{"type": "click", "ts": 8}')),
         ("proto", wire.frame(22, wire.write_indexes([1]) + event_cls(type="impression", ts=9).SerializeToString())),
+        ("orders", wire.frame(41, avro(ORDER_WHOLE, {"buyer": {"id": "b-1"}, "payer": None}))),
     ]
-    values = {topic: [v for t, v in rows if t == topic] for topic in ("web", "js", "proto")}
+    values = {topic: [v for t, v in rows if t == topic] for topic in ("web", "js", "proto", "orders")}
     plans = {
         topic: plan_formats(ranges_of(topic, len(vals)), sampler(list(vals)), source).topics[topic]
         for topic, vals in values.items()
@@ -245,6 +292,7 @@ def test_spark_decodes_every_format_into_json_text_and_keeps_the_bytes_as_writte
     assert json.loads(got[5]["value"]) == {"type": "click", "ts": 8}
     assert json.loads(got[6]["value"])["ts"] == "9"
     assert json.loads(got[6]["value"])["type"] == "impression"
+    assert json.loads(got[7]["value"]) == {"buyer": {"id": "b-1"}}
     assert [got[n]["size"] for n in range(len(rows))] == [1 + len(v) for _, v in rows]
     # For SQL: the Avro topic's documents as a struct in the latest version.
     fields = {
