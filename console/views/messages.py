@@ -26,6 +26,7 @@ from broker.messages.masking import Masker
 from broker.messages.partitioners import CHOICES, PARTITIONERS
 from broker.messages.query import describe_syntax
 from broker.messages.scan import KeySearch, find_by_key
+from broker.schemas.encode import parse_document
 from broker.schemas.model import RegistryError
 from broker.topics import read as topics
 from console.access import needs
@@ -117,8 +118,16 @@ class KeyQuery:
     key_format: str
     partitioner: str
 
-    def key(self) -> bytes:
-        """The key's bytes; raises InvalidInput."""
+    def key(self, cluster: str = "", topic: str = "") -> bytes:
+        """The key's bytes; raises InvalidInput. As ``schema``: the key typed as a JSON document, encoded in the
+        wire format with the latest schema of the topic's key subject (``<topic>-key``), as a producer using it
+        writes it: records written with an older version carry another schema id, and are not found so."""
+        if self.key_format == "schema":
+            try:
+                document = parse_document(self.raw or "", "key")
+                return message_changes.schema_encoder(cluster).encode(f"{topic}-key", "latest", document, "key").data
+            except RegistryError as exc:
+                raise InvalidInput(f"key: the subject {topic}-key could not be used: {exc}") from None
         try:
             return encode_input(self.raw or "", self.key_format)
         except InputError as exc:
@@ -133,7 +142,7 @@ def _key_query(request: HttpRequest, required: bool = False) -> KeyQuery:
         raise InvalidInput("key is required.")
     return KeyQuery(
         raw=raw,
-        key_format=choice_param(request, "key_format", ("text", "hex", "base64"), "text"),
+        key_format=choice_param(request, "key_format", ("text", "hex", "base64", "schema"), "text"),
         partitioner=choice_param(request, "partitioner", CHOICES, "auto"),
     )
 
@@ -218,7 +227,7 @@ def find_key(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
         "partitioners": PARTITIONERS.values(),
     }
     if raw_key is not None and raw_key != "":
-        key = asked.key()
+        key = asked.key(cluster, topic)
         # The same key as a search filter: a text key only (search compares keys as decoded text).
         search_query = f"key == {json.dumps(raw_key)}" if key_format == "text" else None
         if partitioner == "all" and search_query and raw_key.strip()[:1] not in ("{", "["):
@@ -446,7 +455,7 @@ def api_message(request: HttpRequest, cluster: str, topic: str, partition: int, 
 @api_view
 def api_find_key(request: HttpRequest, cluster: str, topic: str) -> Any:
     asked = _key_query(request, required=True)
-    key = asked.key()
+    key = asked.key(cluster, topic)
     masked = masker_for(request.user, cluster, topic).message
     found = find_by_key(get_connection(cluster), topic, key, asked.partitioner, masked=masked)
     decoding = decoding_for(cluster, topic)

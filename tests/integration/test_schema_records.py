@@ -175,6 +175,22 @@ def test_avro_keys_and_values_read_back_exactly_with_their_schema(
     assert json.loads(as_json.content) == expected[1][1]
 
 
+def test_find_by_key_takes_the_key_as_a_document_of_its_schema(client: Client, registry: SchemaRegistryClient) -> None:
+    name = create_topic(unique("sr-key"), partitions=3)
+    expected = avro_orders(registry, name)  # written to partition 0
+    url = f"/api/clusters/local/topics/{name}/find-key/"
+    found = client.get(url, {"key": '{"id": 2}', "key_format": "schema", "partitioner": "all"}).json()
+    assert [(m["partition"], m["offset"]) for m in found["messages"]] == [(0, 2)]
+    assert (document(found["messages"][0], "key"), document(found["messages"][0])) == expected[2]
+    wrong = client.get(url, {"key": '{"id": "two"}', "key_format": "schema", "partitioner": "all"})
+    assert wrong.status_code == 400
+    assert "key.id" in wrong.json()["message"]
+    page = client.get(
+        f"/clusters/local/topics/{name}/find-key/", {"key": '{"id": 1}', "key_format": "schema", "partitioner": "all"}
+    ).content.decode()
+    assert 'id="msg-0-1"' in page
+
+
 def test_search_filters_reach_into_avro_fields(client: Client, registry: SchemaRegistryClient) -> None:
     name = create_topic(unique("sr-search"), partitions=1)
     expected = avro_orders(registry, name)
