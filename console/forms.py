@@ -200,7 +200,7 @@ class ProduceForm(forms.Form):
     key_subject = _subject_field("key")
     key_version = _version_field("key")
     key_message = _message_field("key")
-    value = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 6}))
+    value = forms.CharField(required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10}))
     value_format = forms.ChoiceField(
         choices=[*INPUT_FORMATS, ("null", "null (tombstone)"), SCHEMA_FORMAT], initial="text"
     )
@@ -251,6 +251,13 @@ class ProduceForm(forms.Form):
         except forms.ValidationError as exc:
             self.add_error("headers", exc)
         return data
+
+    def add_error(self, field: str | None, error: Any) -> None:
+        """As Django's, and the first field with an error gets the focus when the page is drawn again (a
+        keyboard user lands on what to fix)."""
+        super().add_error(field, error)
+        if field in self.fields and not any("autofocus" in f.widget.attrs for f in self.fields.values()):
+            self.fields[field].widget.attrs["autofocus"] = True
 
     def _schema_part(self, data: dict[str, Any], part: str) -> None:
         """A key or value written with a registry schema: its subject, version ("latest" or a number) and, for
