@@ -3,7 +3,7 @@
 A record in the Confluent wire format is a magic byte 0, a 4-byte schema id, then Avro, Protobuf (after its
 message indexes) or JSON Schema-checked JSON. Before Spark starts, :func:`plan_formats` (driver side, plain
 Python) samples the first and last records of each topic's range; a topic whose records are framed gets the
-schemas it uses from the registry: the ids seen, and every version of the subject ``<topic>-value``. Avro
+schemas it uses from the registry: the ids seen, and the latest versions of the subject ``<topic>-value``. Avro
 schemas are kept as text, Protobuf ones compiled (broker.schemas.protobuf) into descriptors shipped with the
 job, so Spark's executors never call the registry. A registry that is missing or does not answer stops the
 job there, with the reason, before Spark starts.
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 SAMPLE = 20  # records read at the start and at the end of each sampled partition
 SAMPLED_PARTITIONS = 8  # of each topic
+VERSIONS = 10  # of the subject <topic>-value, the latest, read beside the ids sampled
 SUBJECT_NOT_FOUND = 40401
 KIND_NAMES = {AVRO: "Avro", PROTOBUF: "Protobuf", JSON_SCHEMA: "JSON Schema"}
 
@@ -174,21 +175,22 @@ def _topic_format(topic: str, values: list[bytes | None], registry: SchemaSource
 def _with_registry(topic: str, ids: list[int], sampled: int, framed: int, registry: SchemaSource) -> TopicFormat:
     subject = f"{topic}-value"
     versions: dict[int, RegisteredSchema] = {}
-    for version in _versions(registry, subject):
+    # Its latest versions (records beyond the sample may use them); older ids only when sampled.
+    for version in _versions(registry, subject)[-VERSIONS:]:
         schema = registry.schema_by_subject(subject, version)
         if schema.id is not None:
             versions[schema.id] = schema
     latest = max(versions.values(), key=lambda s: s.version or 0) if versions else None
     schemas, skipped = [], []
     for schema_id in sorted(set(ids) | set(versions)):
+        mine = versions.get(schema_id)
         try:
-            registered = registry.schema_by_id(schema_id)
+            registered = mine or registry.schema_by_id(schema_id)
         except RegistryError as exc:
             if exc.status == 0:
                 raise
             skipped.append(f"schema id {schema_id}: {exc}")
             continue
-        mine = versions.get(schema_id)
         sub: str | None = subject if mine else registered.subject
         used = mine.version if mine else registered.version
         try:

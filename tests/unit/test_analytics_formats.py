@@ -302,3 +302,15 @@ def test_spark_decodes_every_format_into_json_text_and_keeps_the_bytes_as_writte
     assert fields[0].asDict() == {"type": "page_view", "ts": 5, "user_id": "u-1", "url": None}
     assert fields[1]["url"] == "/b"
     assert fields[2] is None
+
+
+def test_only_the_subjects_latest_versions_join_the_ids_sampled() -> None:
+    source = Memory()
+    for version in range(1, 13):
+        source.add(100 + version, AVRO, json.dumps(V1), "web-value", version)
+    values: list[bytes | None] = [wire.frame(101, b"")]
+    fmt = plan_formats(ranges_of("web", 1), sampler(values), source).topics["web"]
+    assert [s.version for s in fmt.schemas] == [1, *range(3, 13)]
+    asked = source.asked
+    plan_formats(ranges_of("web", 1), sampler(values), source)
+    assert source.asked - asked == 1 + 10 + 1  # the versions, the latest ten, the sampled id of v1
