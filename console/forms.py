@@ -189,7 +189,7 @@ def _message_field(part: str) -> forms.CharField:
         required=False,
         max_length=1000,
         label=f"{part.capitalize()} Protobuf message",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "list": f"{part}-messages"}),
         help_text="blank: the schema's first message",
     )
 

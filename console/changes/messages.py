@@ -5,48 +5,28 @@ console.access.perform."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from django.http import HttpRequest
 
 from broker.client.connection import ClusterConnection
-from broker.errors import InvalidInput, KazamiError
+from broker.errors import KazamiError
 from broker.messages.masking import ROLE_LEVELS, mask_record, rules_for
 from broker.messages.produce import Produced, do_produce
-from broker.schemas.encode import DocumentError, Encoded, SchemaEncoder, SchemaUnusable, parse_document
+from broker.schemas.encode import DocumentError, Encoded, SchemaUnusable, parse_document
 from broker.schemas.model import RegistryError
-from broker.schemas.registry import SUBJECT_NOT_FOUND, SUBJECT_SOFT_DELETED, VERSION_NOT_FOUND, Registry
+from broker.schemas.registry import SUBJECT_NOT_FOUND, SUBJECT_SOFT_DELETED, VERSION_NOT_FOUND
 from console.access import Forbidden, perform, record, role_of
-from console.config.registry import registry_for
 from console.forms import ProduceForm
 from console.models import TopicSchema
 from console.present.masking import audit_masker, get_rules
+from console.present.schema_choices import schema_encoder
 
 AUDIT_KEY_CHARS = 100  # what the audit log keeps of a produced message's key
 
 
 # The registry errors that point at the subject or version the user picked (not found), by field suffix.
 _CHOICE_ERRORS = {SUBJECT_NOT_FOUND: "subject", VERSION_NOT_FOUND: "version", SUBJECT_SOFT_DELETED: "subject"}
-
-_encoders: dict[str, tuple[Registry, SchemaEncoder]] = {}
-_encoders_lock = threading.Lock()
-
-
-def schema_encoder(cluster: str) -> SchemaEncoder:
-    """The encoder of ``cluster``'s registry (one per registry in this process, so compiled schemas last);
-    raises InvalidInput when the cluster has none, ConfigError when it is configured wrongly."""
-    registry = registry_for(cluster)
-    if registry is None:
-        raise InvalidInput(
-            f"Cluster {cluster!r} has no schema registry configured: set SCHEMA_REGISTRY_URL (for the default "
-            f"cluster) or a [clusters.{cluster}.schema_registry] table in the clusters file."
-        )
-    with _encoders_lock:
-        kept = _encoders.get(cluster)
-        if kept is None or kept[0] is not registry:
-            kept = _encoders[cluster] = (registry, SchemaEncoder(registry))
-        return kept[1]
 
 
 def error_field(exc: Exception) -> str | None:

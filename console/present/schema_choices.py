@@ -7,6 +7,7 @@ answer gets one line saying so, within its time-out (the client then leaves it a
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,8 +16,9 @@ from urllib.parse import quote
 
 from django.urls import reverse
 
-from broker.errors import ConfigError
-from broker.schemas.model import RegisteredSchema, RegistryError
+from broker.errors import ConfigError, InvalidInput
+from broker.schemas.encode import SchemaEncoder, SchemaUnusable
+from broker.schemas.model import PROTOBUF, RegisteredSchema, RegistryError
 from broker.schemas.registry import SUBJECT_NOT_FOUND, VERSION_NOT_FOUND, Registry
 from broker.schemas.subjects import pretty
 from console.config.registry import registry_for
@@ -24,6 +26,23 @@ from console.present.messages import ShownMessage
 
 TYPE_LABELS = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
 MAX_RECORD_SUBJECTS = 20  # topic-record subjects the topic page looks up, at most
+
+
+_encoders: dict[str, tuple[Registry, SchemaEncoder]] = {}
+_encoders_lock = threading.Lock()
+
+
+def schema_encoder(cluster: str) -> SchemaEncoder:
+    """The encoder of ``cluster``'s registry (one per registry in this process, so compiled schemas last);
+    raises InvalidInput when the cluster has none, ConfigError when it is configured wrongly."""
+    registry = registry_for(cluster)
+    if registry is None:
+        raise InvalidInput(how_to_configure(cluster))
+    with _encoders_lock:
+        kept = _encoders.get(cluster)
+        if kept is None or kept[0] is not registry:
+            kept = _encoders[cluster] = (registry, SchemaEncoder(registry))
+        return kept[1]
 
 
 def how_to_configure(cluster: str) -> str:
@@ -47,6 +66,7 @@ class ChosenSchema:
     schema: RegisteredSchema | None = None
     error: str | None = None
     url: str = ""
+    messages: tuple[str, ...] = ()  # a Protobuf schema's messages (full names), the first the default
 
     @property
     def type_label(self) -> str:
@@ -101,6 +121,11 @@ class ProduceSchemas:
                 if exc.code not in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND):
                     found.append(shown)
                     break  # the registry is down: ask it nothing more for this page
+            if shown.schema is not None and shown.schema.schema_type == PROTOBUF:
+                try:  # compiled once per id, and kept for the produce that follows
+                    shown.messages = schema_encoder(self.cluster).encoder(shown.schema).messages
+                except (RegistryError, SchemaUnusable, InvalidInput) as exc:
+                    shown.error = str(exc)
             found.append(shown)
         return found
 

@@ -151,6 +151,9 @@ def test_protobuf_with_a_reference_nested_messages_and_indexes_read_back_by_conf
     # confluent-kafka's serializers register the .proto (and the file it imports, as a reference) first
     ProtobufSerializer(shop_pb2.Order, registry, conf)(shop_pb2.Order(), SerializationContext(name, MessageField.VALUE))
     ProtobufSerializer(shop_pb2.Ping, registry, conf)(shop_pb2.Ping(), SerializationContext(name, MessageField.KEY))
+    html = client.get(f"/clusters/local/topics/{name}/produce/").content.decode()
+    assert '<datalist id="value-messages"><option value="kazami.test.shop.Ping">' in html  # the first: the default
+    assert '<option value="kazami.test.shop.Order.Line.Note">' in html
     order = shop_pb2.Order(id="o-1", status=shop_pb2.PAID, blob=b"\x00\xff\x10")
     line = order.lines.add(sku="A-1")
     line.price.currency = "EUR"
