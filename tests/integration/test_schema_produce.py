@@ -313,5 +313,10 @@ def test_a_registry_that_does_not_answer_is_said_so_without_a_hang(
     none = client.get(f"/clusters/local/topics/{name}/").content.decode()
     assert 'id="topic-schemas-none"' in none
     assert "SCHEMA_REGISTRY_URL" in none
+    produce_page = client.get(f"/clusters/local/topics/{name}/produce/").content.decode()
+    assert 'id="registry-none"' in produce_page
+    unconfigured = api_produce(client, name, {"value": {"id": 1}, "value_subject": f"{name}-value"})
+    assert unconfigured.status_code == 400
+    assert unconfigured.json()["message"].startswith("No schema registry is configured for cluster 'local'")
     monkeypatch.setenv("SCHEMA_REGISTRY_URL", schema_registry)
     reset_for_tests()
