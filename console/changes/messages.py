@@ -20,7 +20,7 @@ from console.access import Forbidden, perform, record, role_of
 from console.forms import ProduceForm
 from console.models import TopicSchema
 from console.present.masking import audit_masker, get_rules
-from console.present.schema_choices import schema_encoder
+from console.present.schema_choices import schema_encoder as schema_encoder  # also used by find by key
 
 AUDIT_KEY_CHARS = 100  # what the audit log keeps of a produced message's key
 
