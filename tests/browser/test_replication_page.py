@@ -19,6 +19,8 @@ def test_a_stopped_broker_shows_on_the_open_replication_page_and_in_its_timeline
     console_url: str, page: Any, artifacts: Path, kafka_cluster: launcher.ClusterLayout
 ) -> None:
     create_topic(unique("replpage"), partitions=3, replication=3)
+    failed_503: list[str] = []
+    page.on("response", lambda r: failed_503.append(r.url) if r.status == 503 else None)
     page.goto(console_url + "/clusters/local/replication/")
     page.locator("#live-status:not([hidden])").wait_for(timeout=10_000)
     page.evaluate("window.__sameDocument = true")
@@ -51,4 +53,9 @@ def test_a_stopped_broker_shows_on_the_open_replication_page_and_in_its_timeline
     # and that worker sees no change (noted in the issue; to be fixed by comparing with the stored state).
     assert page.evaluate("window.__sameDocument") is True
     page.screenshot(path=str(artifacts / "replication-recovered.png"), full_page=True)
-    assert page.errors == []
+    # While a broker is down, a request the open page makes in the background may be answered 503 (the cluster
+    # is settling: a clear answer, not a fault), which Chromium logs as a failed resource; which request meets
+    # the outage depends on timing. Any other console error, and every script error, fails the test.
+    settling = "Failed to load resource: the server responded with a status of 503 (Service Unavailable)"
+    unexpected = [e for e in page.errors if e != settling]
+    assert unexpected == [], (unexpected, failed_503)
