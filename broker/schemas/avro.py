@@ -258,10 +258,14 @@ def _read_decimal(data: Any, writer_schema: Any = None, reader_schema: Any = Non
 
 
 def _timestamp(base: datetime, unit: str) -> Callable[[Any, Any, Any], Any]:
+    step = timedelta(**{unit: 1})  # times an int: what timedelta(**{unit: data}) gives, without a dict a record
+
     def read(data: Any, writer_schema: Any = None, reader_schema: Any = None) -> Any:
+        if not isinstance(data, (int, float)):
+            return data
         try:
-            return (base + timedelta(**{unit: data})).isoformat(timespec=unit)
-        except (OverflowError, ValueError, TypeError):
+            return (base + step * data).isoformat(timespec=unit)
+        except (OverflowError, ValueError):
             return data
 
     return read
