@@ -160,7 +160,8 @@ def _listed(
     """A key or value as shown (``limit`` characters) with its preview. In a list (``limit`` up to LIST_LIMIT),
     a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not the
     pretty-printed form of a message's own page: printing that cost more than the rest of the row."""
-    if limit <= LIST_LIMIT and decoding == "auto" and raw:
+    # A first byte 0 (the registry's wire format) is never JSON nor text to auto_data: straight to decode().
+    if limit <= LIST_LIMIT and decoding == "auto" and raw and raw[0] != 0:
         kind, value = auto_data(raw)
         if kind == "json":
             line = _PREVIEW_JSON.encode(value)
