@@ -28,7 +28,10 @@ BROKER = CLUSTER + "brokers/<int32:broker>/"
 REPLICA = BROKER + "partitions/<str:topic>/<int32:partition>/"
 SEGMENT = REPLICA + "segments/<int64:base>/"
 CONNECTOR = CLUSTER + "connectors/<str:connect_name>/<str:name>/"
-SUBJECT = CLUSTER + "schemas/<str:subject>/"
+# A subject may hold "/" (confluent-kafka's Protobuf serializer registers an imported file as a subject named by
+# its path, "shop/common/money.proto"): the routes below the subject come before the subject's own page, which
+# would otherwise take "<subject>/diff/" as a subject.
+SUBJECT = CLUSTER + "schemas/<path:subject>/"
 
 urlpatterns = [
     path("", cluster_views.index, name="index"),
@@ -140,16 +143,16 @@ urlpatterns = [
     # Schema registry
     path(CLUSTER + "schemas/", schema_views.schema_list, name="schema-list"),
     path(CLUSTER + "schema-config/", schema_views.global_config, name="schema-config"),
-    path(SUBJECT, schema_views.subject_page, name="schema-subject"),
     path(SUBJECT + "diff/", schema_views.subject_diff, name="schema-diff"),
     path(SUBJECT + "check/", schema_views.subject_check, name="schema-check"),
     path(SUBJECT + "action/", schema_views.subject_action, name="schema-action"),
+    path(SUBJECT, schema_views.subject_page, name="schema-subject"),
     path(f"api/{CLUSTER}schemas/", schema_views.api_schemas, name="api-schemas"),
     path(f"api/{CLUSTER}schema-config/", schema_views.api_compatibility, name="api-schema-config"),
-    path(f"api/{SUBJECT}", schema_views.api_subject, name="api-schema-subject"),
     path(f"api/{SUBJECT}compatibility/", schema_views.api_compatibility, name="api-schema-compatibility"),
     path(f"api/{SUBJECT}check/", schema_views.api_check, name="api-schema-check"),
     path(f"api/{SUBJECT}versions/<str:version>/", schema_views.api_version, name="api-schema-version"),
+    path(f"api/{SUBJECT}", schema_views.api_subject, name="api-schema-subject"),
     # JSON API
     path("api/clusters/", cluster_views.api_clusters, name="api-clusters"),
     path(f"api/{CLUSTER}", cluster_views.api_cluster, name="api-cluster"),
