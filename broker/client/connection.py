@@ -48,6 +48,10 @@ MAX_ROUNDS = 3
 # A broker that did not answer a request sent to it alone is left out of the reads that can do without it
 # (offsets, sizes) for this many time-outs: a frozen broker costs one time-out, not one per page.
 SILENT_ROUNDS = 5
+# Meanwhile, once every time-out, the reads of PROBE_WINDOW seconds ask it anyway: one answer (note_answered) ends
+# its silence at once. Under load one slow answer (a busy broker, or this process too busy to read the answer
+# in time) made a broker silent for all five rounds, and every read of the partitions it leads failed meanwhile.
+PROBE_WINDOW = 0.1
 # DescribeQuorum's API key: listed by KRaft brokers only.
 DESCRIBE_QUORUM_KEY = 55
 ADMIN_METADATA_MAX_AGE_MS = 5000
@@ -150,8 +154,8 @@ class ClusterConnection:
             purpose: queue.LifoQueue(maxsize=4) for purpose in CONSUMER_OPTIONS
         }
         self._producer: KafkaProducer | None = None
-        # Broker id -> until when it counts as silent (time.monotonic()).
-        self._silent: dict[int, float] = {}
+        # Broker id -> (until when it counts as silent, since when), in time.monotonic().
+        self._silent: dict[int, tuple[float, float]] = {}
         # The brokers last seen registered and not fenced (note_alive), None before the first look.
         self._last_alive: set[int] | None = None
         # When a request a ZooKeeper-mode broker needs ZooKeeper for (reading topic configurations, or a
@@ -209,7 +213,14 @@ class ClusterConnection:
 
     def mark_silent(self, broker: int) -> None:
         """Note that ``broker`` did not answer a request sent to it alone."""
-        self._silent[broker] = time.monotonic() + self.config.timeout * SILENT_ROUNDS
+        now = time.monotonic()
+        self._silent[broker] = (now + self.config.timeout * SILENT_ROUNDS, now)
+
+    def note_answered(self, brokers: Iterable[int]) -> None:
+        """``brokers`` answered a request sent to them: none of them is silent any more."""
+        for broker in brokers:
+            if broker in self._silent:
+                self._silent.pop(broker, None)
 
     def note_alive(self, alive: set[int]) -> None:
         """Brokers registered (and not fenced) now. One that was away and is back has restarted: it is not
@@ -220,13 +231,22 @@ class ClusterConnection:
         self._last_alive = set(alive)
 
     def is_silent(self, broker: int) -> bool:
-        until = self._silent.get(broker)
-        return until is not None and time.monotonic() < until
+        """Whether reads should leave ``broker`` out: it did not answer lately (mark_silent), and this is not one
+        of the moments it is asked again (PROBE_WINDOW seconds once every time-out)."""
+        marked = self._silent.get(broker)
+        if marked is None:
+            return False
+        until, since = marked
+        now = time.monotonic()
+        if now >= until:
+            return False
+        waited = now - since
+        return waited < self.config.timeout or waited % self.config.timeout >= PROBE_WINDOW
 
     def silent_brokers(self) -> set[int]:
         """Brokers that did not answer a request of theirs lately (see SILENT_ROUNDS)."""
         now = time.monotonic()
-        return {b for b, until in list(self._silent.items()) if until > now}
+        return {b for b, (until, _) in list(self._silent.items()) if until > now}
 
     def _options(self) -> dict[str, Any]:
         """The config's client options with the TLS context built once (the files are read once, and a

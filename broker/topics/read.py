@@ -243,13 +243,16 @@ def partition_offsets(
     if not wanted:
         return {}
     try:
-        return _ask_offsets(admin, wanted, spec, isolation)
+        found = _ask_offsets(admin, wanted, spec, isolation)
     except SILENT_ERRORS:
         pass
     except kafka.errors.UnknownBrokerIdError:
         raise  # the client is out of date: the connection builds a new one
     except kafka.errors.KafkaError:
         return _offsets_per_topic(admin, wanted, spec, isolation)
+    else:
+        conn.note_answered({leaders.get(tp, -1) for tp in wanted})
+        return found
     by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
     for tp in wanted:
         by_leader[leaders.get(tp, -1)].append(tp)
@@ -259,6 +262,8 @@ def partition_offsets(
             result.update(_offsets_per_topic(admin, group, spec, isolation))
         except SILENT_ERRORS:
             conn.mark_silent(leader)
+        else:
+            conn.note_answered([leader])
     return result
 
 
