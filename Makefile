@@ -19,6 +19,10 @@ REGISTRY_VERSION := 3.3.3
 REGISTRY_HOME := broker/local/apicurio-registry-$(REGISTRY_VERSION)
 REGISTRY_PORT ?= 8081
 REGISTRY_URL := http://127.0.0.1:$(REGISTRY_PORT)/apis/ccompat/v7
+# The warm Spark the analytics jobs run in (a Spark Connect server, analytics/server.py) on SPARK_PORT, its web UI on
+# SPARK_PORT + 1. A KAZAMI_SPARK_REMOTE of your own in the environment points the console at another one instead.
+SPARK_PORT ?= 15002
+SPARK_DATA := var/spark-connect
 ifeq ($(KRAFT),1)
 EMBEDDED_DATA := var/cluster-kraft
 CLUSTER_ARGS := --data $(EMBEDDED_DATA)
@@ -87,6 +91,7 @@ system-deps: ## install the Debian packages the tests use (Chromium, docker-comp
 
 run: install ## start the embedded Kafka cluster with demo data and serve the console on $(HOST):$(PORT) (KRAFT=1: Kafka 4, KRaft)
 	$(PY) -m broker.local $(CLUSTER_ARGS) up $(UP_ARGS) --registry-port $(REGISTRY_PORT)
+	@[ -n "$$KAZAMI_SPARK_REMOTE" ] || $(PY) -m analytics server up --data $(SPARK_DATA) --port $(SPARK_PORT)
 	$(PY) -m broker.demo seed
 	$(PY) manage.py migrate --noinput -v 0
 	@echo
@@ -99,7 +104,8 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	@echo "  Schema registry: $${SCHEMA_REGISTRY_URL-$(REGISTRY_URL)} (Apicurio, Confluent-compatible API, BACKWARD;"
 	@echo "  in memory: empty at each start)"
 	@echo "  Analytics: http://$(HOST):$(PORT)/clusters/local/analytics/ (topic page-views holds a day of web events; more with"
-	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow)."
+	@echo "  $(PY) -m broker.demo web --topic page-views --rate 200, which the live figures follow). Jobs run in a warm Spark"
+	@echo "  (Spark Connect on 127.0.0.1:$(SPARK_PORT), web UI http://127.0.0.1:$$(( $(SPARK_PORT) + 1 ))/); it keeps running after Ctrl-C."
 	@echo
 	@mkdir -p var; \
 	if [ "$(DEMO)" = 1 ]; then $(PY) -m broker.demo tasks --second-after $(DEMO_SECOND_AFTER) > var/demo-tasks.log 2>&1 & demo=$$!; fi; \
@@ -107,6 +113,8 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	trap '[ -n "$$demo" ] && kill $$demo 2>/dev/null; [ -n "$$feed" ] && kill $$feed 2>/dev/null' EXIT INT TERM; \
 	KAFKA_CONNECT_URLS=$${KAFKA_CONNECT_URLS-local=http://127.0.0.1:8083} \
 	SCHEMA_REGISTRY_URL=$${SCHEMA_REGISTRY_URL-$(REGISTRY_URL)} \
+	KAZAMI_SPARK_REMOTE=$${KAZAMI_SPARK_REMOTE-$$($(PY) -m analytics server remote --data $(SPARK_DATA))} \
+	KAZAMI_SPARK_UI_URL=$${KAZAMI_SPARK_UI_URL-http://127.0.0.1:$$(( $(SPARK_PORT) + 1 ))} \
 	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft
@@ -126,8 +134,9 @@ format: install ## apply ruff's fixes and formatting
 bench: install ## run the benchmarks; results go to bench/results/
 	$(PY) -m bench
 
-down: ## stop the embedded cluster, its Connect worker and schema registry (data is kept in var/; KRAFT=1 for the KRaft one)
+down: ## stop the embedded cluster, its Connect worker and schema registry, and the warm Spark (data is kept in var/; KRAFT=1 for the KRaft one)
 	$(PY) -m broker.local $(CLUSTER_ARGS) down
+	$(PY) -m analytics server down --data $(SPARK_DATA)
 
 status: ## show the embedded cluster's processes as JSON (KRAFT=1 for the KRaft one)
 	$(PY) -m broker.local $(CLUSTER_ARGS) status

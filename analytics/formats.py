@@ -411,7 +411,7 @@ def table(records: DataFrame, formats: Formats | None, topic: str) -> DataFrame:
     """``topic``'s records as a table for SQL: ``partition``, ``offset``, ``timestamp`` (ms), ``key`` and
     ``value`` as text (``value`` the decoded document as JSON text), ``schema_id``, and ``fields``: the decoded
     document as a struct when the topic's schemas are Avro read into one schema (its latest version), else
-    null."""
+    null; and ``headers`` as the Kafka source gives them when ``records`` have them."""
     from pyspark.sql import functions as F
 
     mine = records.where(F.col("topic") == topic)
@@ -428,6 +428,7 @@ def table(records: DataFrame, formats: Formats | None, topic: str) -> DataFrame:
     decoded = decode(with_fields, Formats({topic: fmt}))
     if "schema_id" not in decoded.columns:
         decoded = decoded.withColumn("schema_id", F.lit(None).cast("int"))
+    extra = ["headers"] if "headers" in decoded.columns else []
     return decoded.select(
         "partition",
         "offset",
@@ -436,6 +437,7 @@ def table(records: DataFrame, formats: Formats | None, topic: str) -> DataFrame:
         F.col("value").cast("string").alias("value"),
         "schema_id",
         "fields",
+        *extra,
     )
 
 

@@ -9,18 +9,19 @@ aggregates (Spark's observed metrics), so a report reads its records once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from analytics import events
 from analytics.formats import Formats, decode
 from analytics.reports import EVENT_REPORTS, REPORTS, Options, finish, one_pass, onepass
 from analytics.source import read_range
-from analytics.spark import first_line
+from analytics.spark import first_line, is_remote
 from broker.errors import InvalidInput, KazamiError
 from broker.messages.ranges import TopicRanges
 
@@ -48,6 +49,7 @@ class JobSpec:
     approximate: bool = False
     top_n: int = 20
     groups: tuple[str, ...] = ()  # the lag report: these groups (none: every group)
+    sql: str = ""  # the SQL job: its query, checked (analytics.sql.check_sql); ``topics`` are its tables
 
     def options(self, partitions: int = 0) -> Options:
         return Options(approximate=self.approximate, top_n=self.top_n, partitions=partitions)
@@ -64,6 +66,7 @@ class JobResult:
 
 
 Progress = Callable[[float, str], None]
+SQL = "sql"  # the job kind of a query over topics (analytics.sql), beside the reports
 NOTHING = "No records in the chosen range: there was nothing to count."
 # Records per partition of the events' shuffle (analytics.reports.onepass): few enough that a partition's
 # hash aggregations stay in memory, many enough that a task's start does not count.
@@ -74,14 +77,18 @@ def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None,
     """Raise InvalidInput for a spec no job should start with: unknown report or bucket, no topic, ``from``
     not before ``to``, or more buckets than ``max_points`` over the range (an open start counts from
     ``first_time_ms``, the first record's time, when known)."""
-    if spec.report not in REPORTS:
-        raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join(REPORTS)}.")
+    if spec.report not in REPORTS and spec.report != SQL:
+        raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join((*REPORTS, SQL))}.")
     if spec.bucket not in events.BUCKETS:
         raise InvalidInput(f"Unknown bucket {spec.bucket!r}; buckets: {', '.join(events.BUCKETS)}.")
     if spec.from_ms is not None and spec.to_ms is not None and spec.from_ms >= spec.to_ms:
         raise InvalidInput(f"'from' ({iso(spec.from_ms)}) must be before 'to' ({iso(spec.to_ms)}).")
     if spec.report == "lag":
         return  # the lag report reads the console's samples: no topic, no buckets
+    if spec.report == SQL:
+        if not spec.sql:
+            raise InvalidInput("Write a query, e.g. SELECT count(*) FROM `my-topic`.")
+        return  # its tables are the topics it names, read whole or over the range; no buckets
     if not spec.topics:
         raise InvalidInput("Choose at least one topic.")
     if not 1 <= spec.top_n <= 1000:
@@ -205,7 +212,7 @@ def _run_read(
     else:
         result = REPORTS[first.report].transform(valid, first.options(partitions))
     description = f"{', '.join(reports)} over {', '.join(first.topics)}"
-    collected = _collect(spark, result, group, description, progress, cancelled)
+    collected = _collect(spark, result, group, description, progress, cancelled, ranges.records)
     metrics = seen.get
     out = []
     for spec in specs:
@@ -285,23 +292,28 @@ def _collect(
     description: str,
     progress: Progress | None,
     cancelled: threading.Event | None,
+    records: int = 0,
 ) -> list[dict[str, Any]]:
-    """``frame``'s rows, computed as Spark job group ``group`` with progress and cancel; raises JobCancelled
-    or JobFailed (the cause in one line)."""
-    sc = spark.sparkContext
-    sc.setJobGroup(group, description, interruptOnCancel=True)
-    watcher = _Watcher(spark, group, progress, cancelled)
+    """``frame``'s rows, computed under tag (Spark Connect) or job group (a classic session) ``group`` with progress
+    (``records``: how many records the first stage reads, for its label) and cancel; raises JobCancelled or
+    JobFailed (the cause in one line)."""
+    stages = StageProgress(progress, records)
+    if is_remote(spark):
+        watcher: _Watcher = _RemoteWatcher(spark, group, stages, cancelled)
+    else:
+        spark.sparkContext.setJobGroup(group, description, interruptOnCancel=True)
+        watcher = _Watcher(spark, group, stages, cancelled)
     watcher.start()
     try:
         collected = [row.asDict() for row in frame.collect()]
-    except Exception as exc:  # noqa: BLE001 - py4j raises its own and Spark's kinds
+    except Exception as exc:  # noqa: BLE001 - py4j, gRPC and Spark raise their own kinds
         if cancelled is not None and cancelled.is_set():
             raise JobCancelled("Cancelled: Spark's jobs for it were stopped.") from None
         raise JobFailed(first_line(exc)) from None
     finally:
         watcher.stop()
     if cancelled is not None and cancelled.is_set():
-        raise JobCancelled("Cancelled: Spark's jobs for it were stopped.")
+        raise JobCancelled("Cancelled as Spark finished: its result was not kept.")
     return collected
 
 
@@ -327,17 +339,60 @@ def _order(columns: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ..
     return key
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One Spark stage of a job as progress sees it."""
+
+    stage_id: int
+    tasks: int
+    completed: int
+    done: bool
+
+
+class StageProgress:
+    """Spark's stages of one collect as a fraction done and a stage named for people: "planning" before Spark has
+    a stage, "reading N of M records" while the first stage (the Kafka read, most of the work) runs, then
+    "aggregating" while the stages after it run, and "collecting" once they are done. The fraction never goes
+    back, though stages appear as Spark plans them."""
+
+    READ_SHARE = 0.85  # of the whole, the first stage's
+
+    def __init__(self, progress: Progress | None, records: int = 0) -> None:
+        self.progress, self.records, self.best = progress, records, 0.0
+
+    def update(self, stages: list[Stage]) -> None:
+        if self.progress is None:
+            return
+        fraction, stage = self.judge(sorted(stages, key=lambda s: s.stage_id))
+        self.best = max(self.best, min(fraction, 0.99))
+        self.progress(self.best, stage)
+
+    def judge(self, stages: list[Stage]) -> tuple[float, str]:
+        if not stages:
+            return 0.0, "planning"
+        first, rest = stages[0], stages[1:]
+        read = 1.0 if first.done else (first.completed / first.tasks if first.tasks else 0.0)
+        tasks = sum(s.tasks for s in rest)
+        after = sum(s.completed for s in rest) / tasks if tasks else 0.0
+        if not first.done:
+            stage = f"reading {int(self.records * read):,} of {self.records:,} records" if self.records else "reading"
+        elif rest and not all(s.done for s in rest):
+            stage = "aggregating"
+        else:
+            stage = "collecting"
+        return self.READ_SHARE * read + (1 - self.READ_SHARE - 0.05) * after, stage
+
+
 class _Watcher(threading.Thread):
-    """Polls Spark's status tracker for the group's stages (progress: finished tasks over all tasks of the
-    stages seen, never going back) and cancels the group when asked."""
+    """Polls a classic session's status tracker for the group's stages (to ``stages``) and cancels the group
+    when asked."""
 
     def __init__(
-        self, spark: SparkSession, group: str, progress: Progress | None, cancelled: threading.Event | None
+        self, spark: SparkSession, group: str, stages: StageProgress, cancelled: threading.Event | None
     ) -> None:
         super().__init__(daemon=True, name=f"watch-{group}")
-        self.spark, self.group, self.progress, self.cancelled = spark, group, progress, cancelled
+        self.spark, self.group, self.stages, self.cancelled = spark, group, stages, cancelled
         self.done = threading.Event()
-        self.best = 0.0
 
     def stop(self) -> None:
         self.done.set()
@@ -351,23 +406,45 @@ class _Watcher(threading.Thread):
             if self.cancelled is not None and self.cancelled.is_set() and not cancel_sent:
                 sc.cancelJobGroup(self.group)
                 cancel_sent = True
-            if self.progress is None:
-                continue
             try:
-                total = finished = 0
-                running = ""
+                seen = []
                 for job_id in tracker.getJobIdsForGroup(self.group):
                     job = tracker.getJobInfo(job_id)
                     for stage_id in job.stageIds if job else []:
-                        stage = tracker.getStageInfo(stage_id)
-                        if stage is None:
-                            continue
-                        total += stage.numTasks
-                        finished += stage.numCompletedTasks
-                        if stage.numActiveTasks:
-                            running = stage.name
-                if total:
-                    self.best = max(self.best, min(finished / total, 0.99))
-                    self.progress(self.best, running)
+                        info = tracker.getStageInfo(stage_id)
+                        if info is not None:
+                            tasks, completed = info.numTasks, info.numCompletedTasks
+                            seen.append(Stage(stage_id, tasks, completed, bool(tasks) and completed >= tasks))
+                if seen:
+                    self.stages.update(seen)
             except Exception:  # noqa: BLE001, S112 - the context is stopping; progress is best effort
                 continue
+
+
+class _RemoteWatcher(_Watcher):
+    """For a Spark Connect session: tags the operations of this thread with the group, hears the server's progress
+    reports, and interrupts the tagged operations when asked to cancel."""
+
+    def __init__(
+        self, spark: SparkSession, group: str, stages: StageProgress, cancelled: threading.Event | None
+    ) -> None:
+        super().__init__(spark, group, stages, cancelled)
+        spark.addTag(group)  # tags belong to the thread that runs the operations: this one
+        spark.registerProgressHandler(cast(Any, self.heard))
+        stages.update([])  # "planning" from the start, said from this thread as every later report is
+
+    def heard(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
+        self.stages.update([Stage(s.stage_id, s.num_tasks, s.num_completed_tasks, bool(s.done)) for s in stages or []])
+
+    def stop(self) -> None:
+        super().stop()
+        self.spark.removeProgressHandler(cast(Any, self.heard))
+        self.spark.removeTag(self.group)
+
+    def run(self) -> None:
+        while not self.done.wait(0.3):
+            if self.cancelled is not None and self.cancelled.is_set():
+                # A server that is gone fails the collect by itself.
+                with contextlib.suppress(Exception):
+                    self.spark.interruptTag(self.group)
+                return

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from broker.errors import KazamiError
 from broker.local.maven import copy_dependencies, jars_complete
@@ -69,6 +71,30 @@ def check_spark() -> None:
         raise SparkUnavailable("Spark's Kafka connector jars are missing: run `make install` (it fetches them once).")
 
 
+def check_jobs(remote: str = "") -> None:
+    """Raise SparkUnavailable unless jobs can run: on the Spark Connect server at ``remote`` (its client installed
+    and the server answering), else in a Spark of their own (check_spark)."""
+    if not remote:
+        check_spark()
+        return
+    try:
+        import pyspark.sql.connect.session  # noqa: F401
+    except ImportError as exc:
+        raise SparkUnavailable(f"Spark Connect's client is not installed ({exc}): run `make install`.") from None
+    _probe(remote, 2.0)
+
+
+def _probe(remote: str, timeout: float) -> None:
+    host, port = endpoint(remote)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise SparkUnavailable(
+            f"No Spark Connect server answers at {shown(remote)} ({exc.strerror or exc}): start one with `make run` "
+            "or `python -m analytics server up`, or correct KAZAMI_SPARK_REMOTE."
+        ) from None
+
+
 def _java_path() -> str | None:
     home = os.environ.get("JAVA_HOME")
     return os.pathsep.join([str(Path(home) / "bin"), os.environ.get("PATH", "")]) if home else None
@@ -81,6 +107,28 @@ def java_version() -> str:
         return ""
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     return out.splitlines()[0] if out else ""
+
+
+def spark_conf(settings: SparkSettings) -> dict[str, str]:
+    """The Spark settings every session of the jobs runs with, in a job's own process or in the warm server
+    (analytics.server), apart from where it runs (master, driver host)."""
+    excluded = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
+    return {
+        "spark.jars": ",".join(connector_jars()),
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": str(settings.ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        # Kafka offsets are exact here: a partition that lost records (retention, compaction) is read as it is.
+        "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "false",
+        # When nothing of a report's kind is left after the filters, adaptive execution swaps the empty part
+        # of the plan for an empty relation, and with it the node that collected the observed metrics (rows
+        # read, malformed records): the job's counts would be lost. Keep that part of the plan.
+        "spark.sql.adaptive.optimizer.excludedRules": excluded,
+        # Kafka passwords sit in the source's options: keep them out of plans and the web UI.
+        "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret|token",
+    }
 
 
 def start_session(settings: SparkSettings) -> SparkSession:
@@ -96,27 +144,9 @@ def start_session(settings: SparkSettings) -> SparkSession:
         # Python steps (the Protobuf decoding of analytics.formats) run in Spark's Python workers: this
         # process's Python, with the project's packages, rather than whatever ``python3`` is on the PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(settings.master)
-        .appName(settings.app_name)
-        .config("spark.jars", ",".join(connector_jars()))
-        .config("spark.driver.memory", settings.driver_memory)
-        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", str(settings.ui).lower())
-        .config("spark.ui.showConsoleProgress", "false")
-        # Kafka offsets are exact here: a partition that lost records (retention, compaction) is read as it is.
-        .config("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "false")
-        # When nothing of a report's kind is left after the filters, adaptive execution swaps the empty part
-        # of the plan for an empty relation, and with it the node that collected the observed metrics (rows
-        # read, malformed records): the job's counts would be lost. Keep that part of the plan.
-        .config(
-            "spark.sql.adaptive.optimizer.excludedRules",
-            "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation",
-        )
-        # Kafka passwords sit in the source's options: keep them out of plans and the web UI.
-        .config("spark.sql.redaction.options.regex", "(?i)url|jaas|password|secret|token")
-    )
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for key, value in spark_conf(settings).items():
+        builder = builder.config(key, value)
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     elif settings.driver_host:
@@ -147,6 +177,54 @@ def first_line(exc: BaseException) -> str:
             text = f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
         except Exception:  # noqa: BLE001, S110 - the JVM may be gone; keep the Python text
             pass
+    found = re.search(r'status = StatusCode\.(\w+)\s+details = "([^"]*)"', text)
+    if found:  # gRPC's own words (Spark Connect): the status and its details, not the RPC object
+        return f"{found.group(1)}: {found.group(2)}"[:1000]
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     head = next((line for line in lines if not line.startswith(("at ", "File ", "Traceback", "JVM stacktrace"))), "")
     return head[:1000] or type(exc).__name__
+
+
+def connect_session(remote: str, timeout: float = 5.0) -> SparkSession:
+    """A session of its own on the Spark Connect server at ``remote`` (``sc://host:port/;token=…``, see
+    analytics.server): its settings and views apart from other jobs'. Raises SparkUnavailable when Spark
+    Connect's client is not installed or nothing answers at ``remote`` within ``timeout`` seconds."""
+    try:
+        from pyspark.sql import SparkSession as Session
+        from pyspark.sql.connect.client.retries import RetryPolicy
+    except ImportError as exc:
+        raise SparkUnavailable(f"Spark Connect's client is not installed ({exc}): run `make install`.") from None
+    _probe(remote, timeout)
+    try:
+        # Through PySpark's own entry: it puts this process in Spark Connect's mode, in which pyspark.sql.functions
+        # build Connect's columns (a process runs either Connect sessions or a classic one).
+        session: Any = Session.builder.remote(remote).create()
+        # A server that goes away fails the job within seconds rather than after Spark's minutes of retries.
+        session.client.set_retry_policies([RetryPolicy(max_retries=4, initial_backoff=200, max_backoff=2000)])
+        session.conf.get("spark.sql.session.timeZone")  # the first call: the token is checked here
+    except Exception as exc:  # noqa: BLE001 - gRPC and Spark raise several kinds
+        raise SparkUnavailable(
+            f"The Spark Connect server at {shown(remote)} refused a session: {first_line(exc)}"
+        ) from None
+    # The same API as a classic session's (pyspark.sql.SparkSession), as the jobs use it.
+    return cast("SparkSession", session)
+
+
+def endpoint(remote: str) -> tuple[str, int]:
+    """The host and port of a ``sc://host:port/;…`` address (port 15002 when none is given)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(remote.split(";", 1)[0])
+    if parts.scheme != "sc" or not parts.hostname:
+        raise SparkUnavailable(f"{shown(remote)} is not a Spark Connect address: expected sc://host:port.")
+    return parts.hostname, parts.port or 15002
+
+
+def shown(remote: str) -> str:
+    """``remote`` without its parameters (the token among them), to show."""
+    return remote.split(";", 1)[0].rstrip("/")
+
+
+def is_remote(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect session (else a classic one with its own JVM)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

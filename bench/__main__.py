@@ -20,6 +20,7 @@ from bench import (
     bench_load,
     bench_messages,
     bench_overview,
+    bench_reports,
     bench_schema_decode,
     bench_search,
     bench_segments,
@@ -43,6 +44,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "idle": bench_idle.run,
     "search": bench_search.run,
     "schema_decode": bench_schema_decode.run,
+    "report_time": bench_reports.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).

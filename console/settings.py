@@ -227,7 +227,15 @@ KAZAMI_SPARK_SHUFFLE_PARTITIONS = env_int("KAZAMI_SPARK_SHUFFLE_PARTITIONS", 4, 
 KAZAMI_SPARK_UI = env_bool("KAZAMI_SPARK_UI", True)
 # On a Spark cluster, the address its executors reach this console's driver at (its host name there).
 KAZAMI_SPARK_DRIVER_HOST = env_str("KAZAMI_SPARK_DRIVER_HOST", "")
+# The warm Spark the jobs run in: a Spark Connect server (`make run` starts one: analytics/server.py), as
+# sc://host:port/;token=SECRET. Empty: each job starts a Spark of its own (KAZAMI_SPARK_MASTER above).
+KAZAMI_SPARK_REMOTE = env_str("KAZAMI_SPARK_REMOTE", "")
+# That server's web UI, linked from each job (empty: no link).
+KAZAMI_SPARK_UI_URL = env_str("KAZAMI_SPARK_UI_URL", "")
 KAZAMI_ANALYTICS_MAX_JOBS = env_int("KAZAMI_ANALYTICS_MAX_JOBS", 1, minimum=1)
+# SQL over topics: the most rows a query's result keeps, and the most seconds it may run.
+KAZAMI_SQL_MAX_ROWS = env_int("KAZAMI_SQL_MAX_ROWS", 10_000, minimum=1)
+KAZAMI_SQL_TIMEOUT = env_float("KAZAMI_SQL_TIMEOUT", 300.0, minimum=1.0)
 KAZAMI_ANALYTICS_MAX_POINTS = env_int("KAZAMI_ANALYTICS_MAX_POINTS", 2000, minimum=10)
 # Live mode: the topic its figures are also written to (empty: none), and how long figures are kept.
 KAZAMI_ANALYTICS_LIVE_TOPIC = env_str("KAZAMI_ANALYTICS_LIVE_TOPIC", "kazami.analytics.live")

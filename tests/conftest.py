@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -35,6 +36,11 @@ CONNECT_URL = f"http://127.0.0.1:{CONNECT_PORT}"
 REGISTRY_PORT = 18081 + 10 * SLOT
 REGISTRY_URL = f"http://127.0.0.1:{REGISTRY_PORT}/apis/ccompat/v7"
 REGISTRY_DATA = TEST_VAR / "registry"
+# The session's warm Spark (a Spark Connect server, analytics/server.py; started only by tests that need it: the
+# spark_server fixture) on loopback port SPARK_PORT, its files (state, token, log) in SPARK_DATA. Every Spark test
+# of the run, in this process or in a console's job processes, sends its plans to it.
+SPARK_PORT = 15102 + 10 * SLOT
+SPARK_DATA = TEST_VAR / "spark-connect"
 
 # Which cluster the session's tests run against: `zookeeper` (the default: Kafka 3.9 with ZooKeeper)
 # or `kraft` (Kafka 4 in KRaft mode, three brokers and three controllers of their own). `make test`
@@ -157,16 +163,78 @@ def schema_registry() -> Iterator[str]:
         registry.stop(REGISTRY_DATA, echo=lambda _: None)
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """One real Spark session (local[2], no web UI) for every test that needs one."""
-    from analytics.spark import SparkSettings, start_session
+def spark_remote() -> str:
+    """The address of the session's Spark Connect server, with its token (known before the server starts: a
+    console under test can be given it at its start)."""
+    from analytics import server
 
-    session = start_session(SparkSettings(master="local[2]", ui=False, shuffle_partitions=2, app_name="kazami-tests"))
+    return f"sc://localhost:{SPARK_PORT}/;token={server.token(SPARK_DATA.resolve())}"
+
+
+@pytest.fixture(scope="session")
+def spark_server() -> Iterator[str]:
+    """The session's warm Spark: one Spark Connect server (local[2], no web UI) for every test that runs Spark,
+    started the first time a test asks for it; yields its address (what KAZAMI_SPARK_REMOTE takes). Missing
+    Java, PySpark or connector jars fail the test with what to install."""
+    from analytics import server
+    from analytics.spark import SparkSettings
+    from broker.errors import KazamiError
+
+    server.stop(SPARK_DATA, echo=lambda _: None)  # one a crashed run left behind
+    settings = SparkSettings(master="local[2]", ui=False, shuffle_partitions=2, app_name="kazami-tests")
+    try:
+        server.start(SPARK_DATA, port=SPARK_PORT, settings=settings, echo=lambda _: None)
+    except KazamiError as exc:
+        pytest.fail(f"the Spark Connect server did not start: {exc}", pytrace=False)
+    try:
+        yield spark_remote()
+    finally:
+        server.stop(SPARK_DATA, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_server: str) -> Iterator[Any]:
+    """A session on the session's Spark Connect server, shared by every test that runs Spark in this process."""
+    from analytics.spark import connect_session
+
+    session = connect_session(spark_server)
     try:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def _classic_session() -> Iterator[Any]:
+    from analytics.spark import SparkSettings, start_session
+
+    with _classic_mode():
+        session = start_session(
+            SparkSettings(master="local[2]", ui=False, shuffle_partitions=2, app_name="kazami-tests-classic")
+        )
+    try:
+        yield session
+    finally:
+        with _classic_mode():
+            session.stop()
+
+
+@pytest.fixture
+def classic_spark(_classic_session: Any) -> Iterator[Any]:
+    """A Spark of this process's own (local[2]), for what runs one in production rather than the warm Spark: the
+    live figures' streaming query, whose batches call back into the process that started it. While the test runs,
+    PySpark's functions build classic columns (this process is otherwise in Spark Connect's mode)."""
+    with _classic_mode():
+        yield _classic_session
+
+
+@contextlib.contextmanager
+def _classic_mode() -> Iterator[None]:
+    saved = {k: os.environ.pop(k) for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 @pytest.fixture

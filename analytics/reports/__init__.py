@@ -31,6 +31,8 @@ LABELS = {
     "shares": "Shares per network",
     "lag": "Lag report",
 }
+# What a job is, for lists of jobs: the reports and the SQL queries (analytics.sql).
+JOB_LABELS = {**LABELS, "sql": "SQL query"}
 
 
 def one_pass(report: str, options: Options) -> bool:

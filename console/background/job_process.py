@@ -1,5 +1,6 @@
-"""The process an analytics job runs in (``manage.py run_job ID``, started by console.background.jobs): it starts
-Spark, calls analytics.runner, writes progress to the job's row as Spark's tasks finish, watches the row for a
+"""The process an analytics job runs in (``manage.py run_job ID``, started by console.background.jobs): it opens a
+session on the warm Spark (KAZAMI_SPARK_REMOTE, a Spark Connect server) or starts a Spark of its own, calls
+analytics.runner, writes progress to the job's row as Spark's tasks finish, watches the row for a
 cancel request, stores the result, and dispatches the next queued job."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from analytics.formats import Formats, page_values, plan_formats
-from analytics.runner import JobCancelled, JobResult, JobSpec, run_lag_report, run_report
+from analytics.runner import SQL, JobCancelled, JobResult, JobSpec, run_lag_report, run_report
 from analytics.spark import SparkSettings, first_line
 from broker.errors import KazamiError
 from broker.messages.ranges import TopicRanges
@@ -53,8 +54,9 @@ def execute(job_id: int, spark: Any = None, cancelled: threading.Event | None = 
     stop_watching = threading.Event()
     watcher = threading.Thread(target=_watch_cancel, args=(job_id, cancelled, stop_watching), daemon=True)
     watcher.start()
+    session = _Session(job, spark)
     try:
-        _run(job, spark, cancelled)
+        _run(job, session, cancelled)
     except JobCancelled as exc:
         finish(job_id, AnalyticsJob.CANCELLED, error=str(exc), stage="")
     except KazamiError as exc:
@@ -65,23 +67,48 @@ def execute(job_id: int, spark: Any = None, cancelled: threading.Event | None = 
     finally:
         stop_watching.set()
         watcher.join(timeout=2)
+        session.close()
     return get_job(job_id)
 
 
-def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
+class _Session:
+    """The job's Spark, opened when first needed (a job with nothing to read needs none): the one given (tests
+    share one), a session of its own on the warm Spark (closed after the job, so the server forgets it at once),
+    or a Spark started for the job."""
+
+    def __init__(self, job: AnalyticsJob, given: Any) -> None:
+        self.job, self.given = job, given
+        self.opened: Any = None
+
+    def get(self) -> Any:
+        if self.given is not None:
+            return self.given
+        if self.opened is None:
+            self.opened = _start_spark(self.job)
+        return self.opened
+
+    def close(self) -> None:
+        if self.opened is not None and settings.KAZAMI_SPARK_REMOTE:
+            with contextlib.suppress(Exception):
+                self.opened.stop()
+
+
+def _run(job: AnalyticsJob, session: _Session, cancelled: threading.Event) -> None:
     from analytics.source import kafka_options
 
     spec = spec_of(job)
     if spec.report == "lag":
-        _run_lag(job, spec, spark, cancelled)
+        _run_lag(job, spec, session, cancelled)
+        return
+    if spec.report == SQL:
+        _run_sql(job, spec, session, cancelled)
         return
     config = get_configs()[job.cluster]
     ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
     # Topics in a schema registry's wire format: their schemas fetched here, before Spark starts (or the reason
     # there are none: SchemaUnavailable fails the job).
     formats = _formats(job.cluster, ranges) if ranges.records else None
-    if ranges.records and spark is None:
-        spark = _start_spark(job)
+    spark: Any = session.get() if ranges.records else None
     if cancelled.is_set():
         raise JobCancelled("Cancelled before Spark started reading.")
     AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
@@ -98,6 +125,38 @@ def _run(job: AnalyticsJob, spark: Any, cancelled: threading.Event) -> None:
             formats=formats,
         ),
     )
+
+
+def _run_sql(job: AnalyticsJob, spec: JobSpec, session: _Session, cancelled: threading.Event) -> None:
+    """A SQL job: each topic it names read over its range as a table (its JSON fields inferred from a sample,
+    here before Spark starts), at most KAZAMI_SQL_MAX_ROWS rows kept, stopped after KAZAMI_SQL_TIMEOUT s."""
+    from analytics.source import kafka_options
+    from analytics.sql import Query, run_sql, sample_schemas
+
+    config = get_configs()[job.cluster]
+    ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
+    formats = _formats(job.cluster, ranges) if ranges.records else None
+    schemas = sample_schemas(ranges, page_values(get_connection(job.cluster)), formats)
+    spark = session.get()
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started reading.")
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
+    result = run_sql(
+        spark,
+        Query(spec.sql, spec.topics),
+        kafka_options(config, jobs_dir() / "scratch"),
+        ranges,
+        schemas,
+        group=f"kazami-job-{job.pk}",
+        max_rows=settings.KAZAMI_SQL_MAX_ROWS,
+        timeout_s=settings.KAZAMI_SQL_TIMEOUT,
+        from_ms=spec.from_ms,
+        to_ms=spec.to_ms,
+        formats=formats,
+        progress=_progress_of(job),
+        cancelled=cancelled,
+    )
+    _store(job, result)
 
 
 def _formats(cluster: str, ranges: TopicRanges) -> Formats:
@@ -119,11 +178,10 @@ def lag_samples(cluster: str, spec: JobSpec) -> list[tuple[Any, ...]]:
     ]
 
 
-def _run_lag(job: AnalyticsJob, spec: JobSpec, spark: Any, cancelled: threading.Event) -> None:
+def _run_lag(job: AnalyticsJob, spec: JobSpec, session: _Session, cancelled: threading.Event) -> None:
     samples = lag_samples(job.cluster, spec)
     AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=len(samples))
-    if samples and spark is None:
-        spark = _start_spark(job)
+    spark: Any = session.get() if samples else None
     if cancelled.is_set():
         raise JobCancelled("Cancelled before Spark started.")
     gap_ms = int(3 * settings.KAZAMI_LAG_SAMPLE_INTERVAL * 1000)
@@ -165,10 +223,15 @@ def _store(job: AnalyticsJob, result: JobResult) -> None:
 
 
 def _start_spark(job: AnalyticsJob) -> Any:
-    from analytics.spark import start_session
+    from analytics.spark import connect_session, start_session
 
-    spark = start_session(spark_settings(f"kazami job {job.pk} {job.report}"))
-    url = spark.sparkContext.uiWebUrl
+    url: str | None
+    if settings.KAZAMI_SPARK_REMOTE:
+        spark = connect_session(settings.KAZAMI_SPARK_REMOTE)
+        url = settings.KAZAMI_SPARK_UI_URL
+    else:
+        spark = start_session(spark_settings(f"kazami job {job.pk} {job.report}"))
+        url = spark.sparkContext.uiWebUrl
     AnalyticsJob.objects.filter(pk=job.pk).update(spark_ui_url=url or "", stage="reading")
     return spark
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from analytics.events import BUCKETS
 from analytics.reports import REPORTS
-from analytics.runner import JobSpec
+from analytics.runner import SQL, JobSpec
+from analytics.sql import check_sql
 from broker.errors import InvalidInput
 from broker.messages.ranges import TopicRanges, get_offset_ranges, get_ranges
 from broker.times import parse_time
@@ -25,8 +26,10 @@ Offsets = dict[tuple[str, int], tuple[int, int | None]]
 def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     """A JobSpec from the API's JSON or a page's form; raises InvalidInput naming the bad field."""
     report = str(data.get("report") or "")
-    if report not in REPORTS:
-        raise InvalidInput(f"report must be one of {', '.join(REPORTS)}, not {report[:40]!r}.")
+    if report not in REPORTS and report != SQL:
+        raise InvalidInput(f"report must be one of {', '.join((*REPORTS, SQL))}, not {report[:40]!r}.")
+    if report == SQL:
+        return _sql_request(data)
     if report == "lag":
         return JobSpec(
             report=report,
@@ -65,6 +68,27 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
         to_ms=_time(data.get("to"), "to"),
         approximate=_flag(data.get("approximate")),
         top_n=top_n,
+    )
+
+
+def _sql_request(data: Mapping[str, Any]) -> JobSpec:
+    """A SQL job: its query checked to only read (analytics.sql.check_sql), its tables the topics it names."""
+    text = data.get("sql")
+    if not isinstance(text, str):
+        raise InvalidInput("sql must be the query's text.")
+    query = check_sql(text)
+    for topic in query.topics:
+        try:
+            check_topic_name(topic)
+        except InvalidInput as exc:
+            raise InvalidInput(f"The query reads `{topic[:60]}`, which is not a topic name. {exc}") from None
+    return JobSpec(
+        report=SQL,
+        topics=query.topics,
+        bucket="total",
+        from_ms=_time(data.get("from"), "from"),
+        to_ms=_time(data.get("to"), "to"),
+        sql=query.sql,
     )
 
 
@@ -183,6 +207,7 @@ def spec_of(job: AnalyticsJob) -> JobSpec:
         approximate=bool(p.get("approximate")),
         top_n=int(p.get("top_n", 20)),
         groups=tuple(p.get("groups", [])),
+        sql=str(p.get("sql", "")),
     )
 
 
@@ -198,6 +223,8 @@ def params_of(spec: JobSpec, offsets: Offsets | None = None) -> dict[str, Any]:
         "top_n": spec.top_n,
         "groups": list(spec.groups),
     }
+    if spec.sql:
+        params["sql"] = spec.sql
     if offsets:
         params["offsets"] = [[t, p, start, end] for (t, p), (start, end) in sorted(offsets.items())]
     return params

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from analytics.runner import JobSpec, check_spec
-from analytics.spark import check_spark
+from analytics.spark import check_jobs
 from broker.errors import InvalidInput, NotFound
 from broker.processes import running
 from console.background.job_spec import Offsets, params_of, ranges_of
@@ -55,7 +55,7 @@ def do_submit(cluster: str, spec: JobSpec, user: Any, offsets: Offsets | None = 
     Raises SparkUnavailable (Spark cannot run here), TopicNotFound, InvalidInput (a bad range, too
     many points), ClusterUnavailable.
     """
-    check_spark()
+    check_jobs(settings.KAZAMI_SPARK_REMOTE)
     if spec.report == "lag":
         check_spec(spec, settings.KAZAMI_ANALYTICS_MAX_POINTS)
         _check_history(cluster, spec.groups)
@@ -113,7 +113,9 @@ def dispatch(spawn: bool = True) -> list[int]:
         free = settings.KAZAMI_ANALYTICS_MAX_JOBS - running
         for job in AnalyticsJob.objects.filter(status=AnalyticsJob.QUEUED).order_by("created_at", "id")[: max(free, 0)]:
             claimed = AnalyticsJob.objects.filter(pk=job.pk, status=AnalyticsJob.QUEUED).update(
-                status=AnalyticsJob.RUNNING, started_at=timezone.now(), stage="starting Spark"
+                status=AnalyticsJob.RUNNING,
+                started_at=timezone.now(),
+                stage="opening a Spark session" if settings.KAZAMI_SPARK_REMOTE else "starting Spark",
             )
             if not claimed:
                 continue

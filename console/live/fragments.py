@@ -12,7 +12,7 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from analytics.reports import LABELS
+from analytics.reports import JOB_LABELS
 from broker.cluster.overview import get_overview
 from broker.cluster.quorum import NotKRaft, get_quorum
 from broker.errors import ClusterUnavailable, KazamiError
@@ -230,7 +230,7 @@ def jobs_context(cluster: str) -> dict[str, Any]:
     """Context of ``analytics/_jobs.html``: the cluster's latest jobs (queued and running ones first)."""
     jobs.dispatch()
     recent = list(AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:50])
-    return {"cluster": cluster, "jobs": recent, "labels": LABELS}
+    return {"cluster": cluster, "jobs": recent, "labels": JOB_LABELS}
 
 
 def render_jobs(cluster: str, params: Mapping[str, str]) -> str:
@@ -238,7 +238,7 @@ def render_jobs(cluster: str, params: Mapping[str, str]) -> str:
 
 
 def job_status_context(job: AnalyticsJob) -> dict[str, Any]:
-    return {"job": job, "labels": LABELS}
+    return {"job": job, "labels": JOB_LABELS}
 
 
 def render_job_status(cluster: str, params: Mapping[str, str]) -> str:

@@ -94,21 +94,26 @@ class Hidden:
         )
 
 
-def hidden_from_role(role: str | None, cluster: str, topics: Iterable[str], fields: Iterable[str]) -> Hidden | None:
-    """Whether a job's results, computed from the JSON ``fields`` of the values of ``topics``, are hidden from
-    ``role``: some rule that masks one of those topics for the role could reach one of the fields."""
-    names = tuple(fields)
+def hidden_from_role(
+    role: str | None, cluster: str, topics: Iterable[str], fields: Iterable[str] | None
+) -> Hidden | None:
+    """Whether a job's results, computed from the JSON ``fields`` of the values of ``topics`` (None: from anything
+    of their records, as a SQL query may be), are hidden from ``role``: some rule that masks one of those topics
+    for the role could reach one of the fields (with None: any rule that masks one of those topics for it)."""
+    names = tuple(fields) if fields is not None else None
     found: dict[str, MaskRule] = {}
     covered: list[str] = []
     for topic in topics:
-        reaching = [r for r in rules_for(get_rules(cluster), cluster, topic, role) if reaches_fields(r, names)]
+        reaching = [
+            r for r in rules_for(get_rules(cluster), cluster, topic, role) if names is None or reaches_fields(r, names)
+        ]
         if reaching:
             covered.append(topic)
             found.update((r.name, r) for r in reaching)
     return Hidden(role, tuple(found.values()), tuple(covered)) if found else None
 
 
-def hidden_from(user: Any, cluster: str, topics: Iterable[str], fields: Iterable[str]) -> Hidden | None:
+def hidden_from(user: Any, cluster: str, topics: Iterable[str], fields: Iterable[str] | None) -> Hidden | None:
     """:func:`hidden_from_role` of ``user``'s role (reads the database only when a rule covers a topic)."""
     wanted = list(topics)
     rules = get_rules(cluster)

@@ -3,6 +3,7 @@ a list of messages are drawn by message_rows.py)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +80,12 @@ def epoch_ms(moment: datetime | None) -> int | None:
 @register.filter
 def iso_epoch_ms(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+@register.filter
+def to_json(value: Any) -> str:
+    """A value of a query's row (an object, a list) as compact JSON text."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 REASON_LABELS = {"not_json": "not JSON", "unknown_type": "of unknown type", "missing_field": "missing a field"}

@@ -17,7 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from analytics.events import BUCKETS, FIELDS
 from analytics.present import chart_data
 from analytics.reports import LABELS, REPORTS
-from analytics.spark import SparkUnavailable, check_spark
+from analytics.runner import SQL
+from analytics.spark import SparkUnavailable, check_jobs, shown
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.topics import read as topics
 from console.access import Forbidden, perform, role_of
@@ -31,6 +32,8 @@ from console.present import spreadsheet
 from console.present.masking import Hidden, get_rules, hidden_from, hidden_from_role
 
 TABLE_ROWS = 500  # rows drawn under a chart; the downloads hold every row
+# Spark's names of number types (a SQL job's columns): drawn right-aligned, with thousands separators.
+NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double")
 TEXT_COLUMNS = ("url", "keyword", "campaign_id", "ad_id", "network", "bucket_start", "group", "topic", "last_at")
 
 
@@ -40,7 +43,16 @@ def hidden_result(user: Any, job: AnalyticsJob) -> Hidden | None:
     report reads no record."""
     if job.report == "lag":
         return None
-    return hidden_from(user, job.cluster, job.params.get("topics", []), FIELDS)
+    # A query may read anything of its topics' records: any rule masking one of them for the user hides it.
+    fields = None if job.report == SQL else FIELDS
+    return hidden_from(user, job.cluster, job.params.get("topics", []), fields)
+
+
+def _columns_of(job: AnalyticsJob) -> tuple[str, ...]:
+    """The columns of ``job``'s rows: its report's, or those its query returned."""
+    if job.report == SQL:
+        return tuple(c["name"] for c in (job.summary or {}).get("columns", []))
+    return tuple(REPORTS[job.report].COLUMNS)
 
 
 def job_json(job: AnalyticsJob, request: HttpRequest | None = None, role: str | None = None) -> dict[str, Any]:
@@ -57,6 +69,7 @@ def job_json(job: AnalyticsJob, request: HttpRequest | None = None, role: str | 
         "to": _iso(p.get("to_ms")),
         "approximate": bool(p.get("approximate")),
         "top_n": p.get("top_n"),
+        **({"sql": p["sql"]} if p.get("sql") else {}),
         "status": job.status,
         "progress": round(job.progress, 4),
         "stage": job.stage or None,
@@ -80,7 +93,7 @@ def job_json(job: AnalyticsJob, request: HttpRequest | None = None, role: str | 
         topics = p.get("topics", [])
         if job.report != "lag" and any(r.covers(job.cluster, t) for r in get_rules(job.cluster) for t in topics):
             who = role if role is not None else role_of(request.user)
-            hidden = hidden_from_role(who, job.cluster, topics, FIELDS)
+            hidden = hidden_from_role(who, job.cluster, topics, None if job.report == SQL else FIELDS)
         if hidden is not None:
             body["summary"] = {}
             body["masked"] = hidden.message
@@ -91,9 +104,10 @@ def _iso(ms: int | None) -> str | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _spark_problem() -> str | None:
+def _spark_problem(live: bool = False) -> str | None:
+    """Why jobs (or, ``live``, the live figures, which run a Spark of their own) cannot run, or None."""
     try:
-        check_spark()
+        check_jobs("" if live else settings.KAZAMI_SPARK_REMOTE)
     except SparkUnavailable as exc:
         return str(exc)
     return None
@@ -107,8 +121,10 @@ def _spark_problem() -> str | None:
 def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
     """The report form (operators) and the cluster's job history (live)."""
     conn = get_connection(cluster)  # an unknown cluster is a 404 before anything else
-    values: dict[str, Any] = {"report": "pv_uu", "bucket": "hour", "range": "24h", "topics": ""}
-    values.update({k: v for k, v in request.GET.items() if k in ("report", "bucket", "topics", "groups", "range")})
+    values: dict[str, Any] = {"report": "pv_uu", "bucket": "hour", "range": "24h", "topics": "", "sql": ""}
+    values.update(
+        {k: v for k, v in request.GET.items() if k in ("report", "bucket", "topics", "groups", "range", "sql")}
+    )
     error = None
     status = 200
     if request.method == "POST":
@@ -130,7 +146,11 @@ def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
         "topic_names": _topic_names(conn),
         "buckets": list(BUCKETS),
         "max_jobs": settings.KAZAMI_ANALYTICS_MAX_JOBS,
-        "master": settings.KAZAMI_SPARK_MASTER,
+        "spark_where": (
+            f"warm Spark {shown(settings.KAZAMI_SPARK_REMOTE)}"
+            if settings.KAZAMI_SPARK_REMOTE
+            else f"master {settings.KAZAMI_SPARK_MASTER}"
+        ),
         "live_interval": settings.KAZAMI_LIVE_INTERVAL,
     }
     return render(request, "analytics/home.html", context, status=status)
@@ -226,8 +246,9 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
     context = {
         **job_status_context(job),
         "cluster": cluster,
-        "columns": REPORTS[job.report].COLUMNS,
+        "columns": _columns_of(job),
         "text_columns": TEXT_COLUMNS,
+        "numeric_types": NUMERIC_TYPES,
         "rows": rows[:TABLE_ROWS],
         "row_count": len(rows),
         "charts": chart_data(job.report, bucket, rows),
@@ -287,7 +308,7 @@ def _download(job: AnalyticsJob, fmt: str, request: HttpRequest) -> HttpResponse
         response = HttpResponse(json.dumps({"job": described, "rows": rows}, indent=2), "application/json")
     elif fmt == "csv":
         buffer = io.StringIO()
-        writer = spreadsheet.DictWriter(buffer, fieldnames=list(REPORTS[job.report].COLUMNS), extrasaction="ignore")
+        writer = spreadsheet.DictWriter(buffer, fieldnames=list(_columns_of(job)), extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
@@ -357,7 +378,7 @@ def live_page(request: HttpRequest, cluster: str) -> HttpResponse:
     context = {
         **live_context(cluster),
         "error": error,
-        "spark_problem": _spark_problem(),
+        "spark_problem": _spark_problem(live=True),
         "output_topic": settings.KAZAMI_ANALYTICS_LIVE_TOPIC,
         "live_interval": settings.KAZAMI_LIVE_INTERVAL,
     }

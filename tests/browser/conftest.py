@@ -11,6 +11,7 @@ import pytest
 
 from broker.local import launcher
 from console.devserver import running_console
+from tests.conftest import spark_remote
 
 ADMIN = ("browser-admin", "admin-password-1")
 VIEWER = ("browser-viewer", "quiet-reading-lamp-7")  # passes the password policy (add_user checks it)
@@ -28,7 +29,13 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def console_url(kafka_cluster: launcher.ClusterLayout, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    settings = {"KAZAMI_LIVE_INTERVAL": "0.5", "KAZAMI_LAG_SAMPLER": "1", "KAZAMI_LAG_SAMPLE_INTERVAL": "1"}
+    # Jobs go to the session's Spark Connect server; the tests that run them start it (the spark_server fixture).
+    settings = {
+        "KAZAMI_LIVE_INTERVAL": "0.5",
+        "KAZAMI_LAG_SAMPLER": "1",
+        "KAZAMI_LAG_SAMPLE_INTERVAL": "1",
+        "KAZAMI_SPARK_REMOTE": spark_remote(),
+    }
     users = {ADMIN[0]: ("admin", ADMIN[1]), VIEWER[0]: ("viewer", VIEWER[1])}
     with running_console(tmp_path_factory.mktemp("console-var"), settings, users) as url:
         yield url

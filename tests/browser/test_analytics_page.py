@@ -17,7 +17,7 @@ from broker.demo.web import backfill
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, unique
 
-pytestmark = [pytest.mark.browser, pytest.mark.kafka]
+pytestmark = [pytest.mark.browser, pytest.mark.kafka, pytest.mark.spark]
 
 HOUR = 3_600_000
 
@@ -61,7 +61,7 @@ def start_job(page: Any, console_url: str, topic: str, bucket: str = "minute") -
 
 @pytest.mark.timeout(600)
 def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
-    page: Any, console_url: str, busy_topic: str, artifacts: Path
+    page: Any, console_url: str, busy_topic: str, artifacts: Path, spark_server: str
 ) -> None:
     job_id = start_job(page, console_url, busy_topic)
     seen: list[float] = []
@@ -96,7 +96,9 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     assert not job_processes(job_id)
 
 
-def test_cancel_stops_a_running_job_and_its_process(page: Any, console_url: str, busy_topic: str) -> None:
+def test_cancel_stops_a_running_job_and_its_process(
+    page: Any, console_url: str, busy_topic: str, spark_server: str
+) -> None:
     job_id = start_job(page, console_url, busy_topic, bucket="minute")
     page.wait_for_function(
         "() => { const b = document.getElementById('job-progress'); return b && Number(b.value) > 0; }", timeout=120_000

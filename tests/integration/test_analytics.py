@@ -305,14 +305,13 @@ def test_cancel_stops_sparks_jobs(spark: Any, kafka_cluster: Any) -> None:
 
     group = unique("cancel")
     started = time.monotonic()
-    with pytest.raises(JobCancelled):
+    # Spark's operation was interrupted, not waited for (a cancel that comes too late says so).
+    with pytest.raises(JobCancelled, match="were stopped"):
         run_report(spark, spec, kafka_options(config(), Path("/tmp")), ranges, group, progress, cancelled)
     assert seen, "Spark never reported progress before the job ended"
-    tracker = spark.sparkContext.statusTracker()
-    job_ids = tracker.getJobIdsForGroup(group)
-    assert job_ids
-    assert all(tracker.getJobInfo(j).status == "FAILED" for j in job_ids)  # Spark's word for a cancelled job
-    assert not [j for j in tracker.getActiveJobsIds() if j in job_ids]
+    assert max(seen) < 1
+    # Nothing of the job's is left running on the server: no operation carries its tag.
+    assert spark.interruptTag(group) == []
     assert time.monotonic() - started < 60
     # The same session still runs the next job.
     small = run_report(

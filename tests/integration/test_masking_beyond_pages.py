@@ -191,7 +191,7 @@ def test_a_jobs_results_are_hidden_from_the_roles_a_rule_masks_what_it_reads_for
 
 @pytest.mark.spark
 def test_the_live_figures_and_their_topic_count_masked_keys_under_the_replacement(
-    spark: Any, kafka_cluster: launcher.ClusterLayout, clusters_reset: None, settings: Any, tmp_path: Path
+    classic_spark: Any, kafka_cluster: launcher.ClusterLayout, clusters_reset: None, settings: Any, tmp_path: Path
 ) -> None:
     from analytics.live import ALL, KEY_FIELDS, Figure, start_query
     from analytics.source import kafka_options
@@ -225,7 +225,7 @@ def test_the_live_figures_and_their_topic_count_masked_keys_under_the_replacemen
         return sum(f.count for (_, m, k), f in list(stored.items()) if m == metric and k == key)
 
     query = start_query(
-        spark,
+        classic_spark,
         kafka_options(get_configs()["local"], tmp_path / "scratch"),
         [topic],
         str(tmp_path / "checkpoint"),
