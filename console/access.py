@@ -63,6 +63,8 @@ ACTIONS: dict[str, Action] = {
     "analytics.start": Action("run_analytics", "run analytics jobs"),
     "analytics.cancel": Action("run_analytics", "cancel analytics jobs"),
     "analytics.live": Action("run_analytics", "start or stop the live analytics query"),
+    "sql.save": Action("run_analytics", "save SQL queries"),
+    "sql.delete": Action("run_analytics", "delete saved SQL queries"),
     "group.reset_offsets": Action("reset_offsets", "reset offsets"),
     "group.delete": Action("delete_groups", "delete consumer groups"),
     "group.delete_offsets": Action("delete_groups", "delete a group's offsets"),

@@ -225,3 +225,24 @@ class LiveFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} {self.minute_ms} {self.metric} {self.key}: {self.count}"
+
+
+class SavedQuery(models.Model):
+    """A SQL query over topics a user saved on a cluster's SQL page: theirs to change or delete, and, when
+    ``shared``, listed to everyone who can see the cluster (any user may open a query by its link)."""
+
+    cluster = models.CharField(max_length=63)
+    name = models.CharField(max_length=120)
+    sql = models.TextField()
+    owner = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    owner_name = models.CharField(max_length=150)  # kept when the user is deleted
+    shared = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["cluster", "owner"], name="saved_query_by_owner")]
+
+    def __str__(self) -> str:
+        return f"saved query {self.pk} {self.name!r} on {self.cluster} by {self.owner_name}"
