@@ -43,7 +43,7 @@ COUNTS = tuple(int(n) for n in os.environ.get("BENCH_REPORTS_EVENTS", "1000,2000
 REPEAT = int(os.environ.get("BENCH_REPORTS_REPEAT", "3"))
 SPAN_MS = 24 * 3600 * 1000
 SPARK_PORT = 15202 + 10 * SLOT
-USER = ("bench-operator", "bench-operator-password-1")
+USER = ("bench-operator", "amber-harbour-lantern-42")  # passes the password policy
 BARE = textwrap.dedent(
     """
     import json, sys
