@@ -11,6 +11,7 @@ from console.views import connect as connect_views
 from console.views import masking as masking_views
 from console.views import quotas as quota_views
 from console.views import schemas as schema_views
+from console.views import sql as sql_views
 from console.views import transactions as transaction_views
 
 # Whole numbers in a path within Kafka's ranges (int32 partitions, brokers, tasks; int64 offsets, positions,
@@ -109,6 +110,12 @@ urlpatterns = [
     # Analytics
     path(CLUSTER + "analytics/", analytics.analytics_home, name="analytics-home"),
     path(CLUSTER + "analytics/live/", analytics.live_page, name="analytics-live"),
+    path(CLUSTER + "analytics/sql/", sql_views.sql_page, name="analytics-sql"),
+    path(
+        CLUSTER + "analytics/sql/queries/<int64:query_id>/delete/",
+        sql_views.saved_query_delete,
+        name="analytics-sql-delete",
+    ),
     path(CLUSTER + "analytics/jobs/<int64:job_id>/", analytics.job_page, name="analytics-job"),
     path(CLUSTER + "analytics/jobs/<int64:job_id>/cancel/", analytics.job_cancel, name="analytics-job-cancel"),
     path(
@@ -205,6 +212,9 @@ urlpatterns = [
     path(f"api/{PARTITION}producers/", transaction_views.api_producers, name="api-partition-producers"),
     path(f"api/{CLUSTER}jobs/", analytics.api_jobs, name="api-jobs"),
     path(f"api/{CLUSTER}analytics/live/", analytics.api_live, name="api-live"),
+    path(f"api/{CLUSTER}analytics/sql/tables/", sql_views.api_tables, name="api-sql-tables"),
+    path(f"api/{CLUSTER}analytics/sql/queries/", sql_views.api_saved_queries, name="api-sql-queries"),
+    path(f"api/{CLUSTER}analytics/sql/queries/<int64:query_id>/", sql_views.api_saved_query, name="api-sql-query"),
     path("api/jobs/<int64:job_id>/", analytics.api_job, name="api-job"),
     path("api/jobs/<int64:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
     path("api/jobs/<int64:job_id>/result/", analytics.api_job_result, name="api-job-result"),
