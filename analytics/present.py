@@ -1,17 +1,42 @@
-"""What a report's rows look like as charts: time series on a real time axis (every bucket of the span,
-null where there is no data, so a chart draws a gap) and ranked bars. Pure functions over the stored
-rows, shared by the job page and its tests."""
+"""What a report's rows look like to people: time series on a real time axis (every bucket of the span,
+null where there is no data, so a chart draws a gap), ranked bars, the top URLs of each bucket with the rest
+summed, and the rows as a table page sorted the way people read (numbers as numbers, names with numbers in
+them in natural order: /p2 before /p10). Pure functions over the stored rows, shared by the job page, the
+runner's stored order and their tests."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from analytics.events import BUCKETS
 
 TOP = 10  # bars and lines drawn at most; the table below a chart holds every row
+TOP_URLS = 5  # URLs drawn (and listed per bucket) by name; the rest summed as "other"
+PAGE_SIZES = (25, 50, 100, 250)  # rows a table page may hold
+PER_PAGE = 50
+CTR_POINT_IMPRESSIONS = 500  # a CTR point over time rests on about this many impressions (buckets merged)
+CTR_LEAST_IMPRESSIONS = 100  # a merged window with fewer is left out (a gap), not drawn as a wild swing
+NICE_MERGES = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60, 120, 180, 240, 360, 720, 1440)
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(value: Any) -> tuple[Any, ...]:
+    """A sort key that puts None first, then numbers by value, then text in natural order: runs of digits
+    compare as numbers ("/p2" < "/p10"), the rest without case; the text itself breaks ties ("p02" / "p2")."""
+    if value is None:
+        return (0,)
+    if isinstance(value, bool):
+        return (1, int(value))
+    if isinstance(value, int | float):
+        return (1, value)
+    text = str(value)
+    parts = tuple((0, int(p), "") if i % 2 else (1, 0, p.casefold()) for i, p in enumerate(_DIGITS.split(text)) if p)
+    return (2, parts, text)
 
 
 def epoch_ms(iso: str) -> int:
@@ -31,12 +56,22 @@ def _series(label: str, values: dict[int, float | None], times: list[int], unit:
 
 
 def _bars(pairs: Iterable[tuple[str, float]], unit: str = "") -> dict[str, Any]:
-    top = sorted(pairs, key=lambda p: (-p[1], p[0]))[:TOP]
+    top = sorted(pairs, key=lambda p: (-p[1], natural_key(p[0])))[:TOP]
     return {"labels": [p[0] for p in top], "values": [p[1] for p in top], "unit": unit}
 
 
+def _per(bucket_ms: int) -> str:
+    """'per minute', 'per 15 minutes', 'per hour', 'per 6 hours', 'per day' for a bucket's length."""
+    for size, name in ((86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute")):
+        if bucket_ms % size == 0:
+            n = bucket_ms // size
+            return f"per {name}" if n == 1 else f"per {n} {name}s"
+    return f"per {bucket_ms // 1000} s"
+
+
 def chart_data(report: str, bucket: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """{"line": {"times", "step_ms", "series"} or None, "bars": {"title", "labels", "values", "unit"} or None,
+    """{"line": {"times", "step_ms", "series", "y_title"} or None, "area": the same, stacked (PV/UU: the top URLs
+    and the rest over time) or absent, "bars": {"title", "labels", "values", "unit"} or None,
     "ranked": [{"label", "value", "share"}] or None} for ``report``'s rows."""
     unit = BUCKETS.get(bucket)
     step = unit[1] if unit else None
@@ -81,7 +116,9 @@ def _lag(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
     }
 
 
-def _line(series: dict[str, dict[int, float | None]], step: int | None, unit: str = "") -> dict[str, Any] | None:
+def _line(
+    series: dict[str, dict[int, float | None]], step: int | None, unit: str = "", y_title: str = ""
+) -> dict[str, Any] | None:
     if step is None:
         return None
     every: dict[int, float | None] = {}
@@ -90,13 +127,19 @@ def _line(series: dict[str, dict[int, float | None]], step: int | None, unit: st
     times = timeline(every, step)
     if len(times) < 2:
         return None
-    return {"times": times, "step_ms": step, "series": [_series(n, v, times, unit) for n, v in series.items()]}
+    return {
+        "times": times,
+        "step_ms": step,
+        "y_title": y_title,
+        "series": [_series(n, v, times, unit) for n, v in series.items()],
+    }
 
 
 def _pv_uu(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
     pv: dict[int, float | None] = {}
     uu: dict[int, float | None] = {}
     per_url: dict[str, float] = defaultdict(float)
+    url_time: dict[str, dict[int, float]] = defaultdict(dict)
     for r in rows:
         if r["url"] is None:
             if r["bucket_start"] is not None:
@@ -104,11 +147,41 @@ def _pv_uu(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
                 uu[epoch_ms(r["bucket_start"])] = r["uu"]
         else:
             per_url[r["url"]] += r["pv"]
-    return {
-        "line": _line({"PV": pv, "UU": uu}, step),
-        "bars": {"title": "Page views per URL", **_bars(per_url.items(), "views")},
+            if r["bucket_start"] is not None:
+                url_time[r["url"]][epoch_ms(r["bucket_start"])] = r["pv"]
+    per = _per(step) if step else ""
+    charts: dict[str, Any] = {
+        "line": _line({"PV": pv, "UU": uu}, step, y_title=f"page views / unique users {per}"),
+        "bars": {"title": f"Top {min(TOP, len(per_url))} URLs by page views", **_bars(per_url.items(), "page views")},
         "ranked": None,
     }
+    area = _top_urls_over_time(pv, per_url, url_time, step)
+    if area is not None:
+        charts["area"] = area
+    return charts
+
+
+def _top_urls_over_time(
+    pv: dict[int, float | None], per_url: dict[str, float], url_time: dict[str, dict[int, float]], step: int | None
+) -> dict[str, Any] | None:
+    """The TOP_URLS URLs with the most page views over the range, each over time, and "other": the rest of each
+    bucket's page views (its total less theirs), so that the stacked series add up to the bucket's PV."""
+    top = sorted(per_url, key=lambda u: (-per_url[u], natural_key(u)))[:TOP_URLS]
+    series: dict[str, dict[int, float | None]] = {u: dict(url_time[u]) for u in top}
+    rest = len(per_url) - len(top)
+    if rest:
+        series[f"other ({rest:,} URLs)"] = {
+            t: max(0.0, (total or 0) - sum(url_time[u].get(t, 0) for u in top)) for t, total in pv.items()
+        }
+    line = _line(series, step, "page views", f"page views {_per(step)}" if step else "")
+    if line is None:
+        return None
+    for s in line["series"]:  # stacked: a bucket where a URL had no view is 0 for it, not a gap
+        s["values"] = [
+            v if v is not None else (0 if pv.get(t) is not None else None)
+            for t, v in zip(line["times"], s["values"], strict=True)
+        ]
+    return {**line, "title": f"Page views of the top {len(top)} URLs and the rest, over time", "stacked": True}
 
 
 def _keywords(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
@@ -127,20 +200,82 @@ def _keywords(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
 def _ctr(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
     impressions: dict[str, float] = defaultdict(float)
     clicks: dict[str, float] = defaultdict(float)
-    over_time: dict[str, dict[int, float | None]] = defaultdict(dict)
+    over_time: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
     for r in rows:
-        if r["ad_id"] is not None:
+        if r["ad_id"] is not None or r["campaign_id"] is None:
             continue
         impressions[r["campaign_id"]] += r["impressions"]
         clicks[r["campaign_id"]] += r["clicks"]
-        if r["bucket_start"] is not None and r["ctr"] is not None:
-            over_time[r["campaign_id"]][epoch_ms(r["bucket_start"])] = round(100 * r["ctr"], 3)
+        if r["bucket_start"] is not None:
+            t = epoch_ms(r["bucket_start"])
+            every = over_time["*"].get(t, (0.0, 0.0))
+            over_time["*"][t] = (every[0] + r["impressions"], every[1] + r["clicks"])
+            over_time[r["campaign_id"]][t] = (r["impressions"], r["clicks"])
     rate = {c: round(100 * clicks[c] / impressions[c], 3) for c in impressions if impressions[c]}
-    busiest = sorted(impressions, key=lambda c: (-impressions[c], c))[:5]
+    busiest = sorted(impressions, key=lambda c: (-impressions[c], natural_key(c)))[:3]
+    named = {"all campaigns": over_time["*"], **{c: over_time[c] for c in busiest}} if over_time else {}
     return {
-        "line": _line({c: over_time[c] for c in busiest}, step, "%"),
-        "bars": {"title": "CTR per campaign (%)", **_bars(rate.items(), "%")},
+        "line": ctr_over_time(named, step),
+        "bars": {"title": "CTR per campaign over the range", **_bars(rate.items(), "%")},
         "ranked": None,
+    }
+
+
+def ctr_over_time(series: Mapping[str, Mapping[int, tuple[float, float]]], step: int | None) -> dict[str, Any] | None:
+    """CTR lines from (impressions, clicks) per bucket start, readable: a bucket of a few impressions gives a CTR
+    of 0 or 30%, noise, so consecutive buckets are merged into windows (a nice multiple of the bucket, aligned
+    to it) long enough that the least busy series holds CTR_POINT_IMPRESSIONS impressions in an average window;
+    a window with fewer than CTR_LEAST_IMPRESSIONS is a gap. Each point keeps its impressions and clicks
+    ("context": [impressions, clicks]); "impressions" is the first series' impressions per window, for a chart
+    to draw behind the lines."""
+    if step is None or not series:
+        return None
+    every = {t for values in series.values() for t in values}
+    if not every:
+        return None
+    span = (max(every) - min(every)) // step + 1
+    thinnest = min(sum(i for i, _ in values.values()) for values in series.values())
+    wanted = CTR_POINT_IMPRESSIONS * span / thinnest if thinnest else span
+    merge = next((n for n in NICE_MERGES if n >= wanted), NICE_MERGES[-1])
+    merge = max(1, min(merge, span))
+    width = merge * step
+    first, last = min(every) - min(every) % width, max(every) - max(every) % width
+    times = list(range(first, last + width, width))
+    out: list[dict[str, Any]] = []
+    first_context: list[list[int] | None] = []
+    for label, values in series.items():
+        windows: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for t, (shown, clicked) in values.items():
+            window = windows[t - t % width]
+            window[0] += shown
+            window[1] += clicked
+        context: list[list[int] | None] = [
+            [int(windows[t][0]), int(windows[t][1])] if t in windows else None for t in times
+        ]
+        first_context = first_context or context
+        out.append(
+            {
+                "label": label,
+                "unit": "%",
+                "values": [
+                    round(100 * c[1] / c[0], 2) if c is not None and c[0] >= CTR_LEAST_IMPRESSIONS else None
+                    for c in context
+                ],
+                "context": context,
+            }
+        )
+    if len(times) < 2:
+        return None
+    return {
+        "times": times,
+        "step_ms": width,
+        "merged": merge,
+        "y_title": f"CTR (%) {_per(width)}",
+        "series": out,
+        "impressions": {
+            "label": f"impressions, {out[0]['label']}",
+            "values": [c[0] if c else 0 for c in first_context],
+        },
     }
 
 
@@ -157,6 +292,65 @@ def _shares(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
         "line": _line({n: dict(over_time[n]) for n in networks}, step),
         "bars": {"title": "Shares per network", **_bars(per_network.items(), "shares")},
         "ranked": None,
+    }
+
+
+def top_per_bucket(rows: list[dict[str, Any]], n: int = TOP_URLS) -> list[dict[str, Any]]:
+    """PV/UU rows read per bucket: its total row (``url`` null), its ``n`` URLs with the most page views, and
+    a row summing the rest's page views (``other``: how many URLs it sums; its UU null, since users of
+    several pages do not add up). Buckets in the rows' order."""
+    buckets: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        buckets.setdefault(r["bucket_start"], []).append(r)
+    out: list[dict[str, Any]] = []
+    for bucket, members in buckets.items():
+        out += [r for r in members if r["url"] is None]
+        urls = sorted((r for r in members if r["url"] is not None), key=lambda r: (-r["pv"], natural_key(r["url"])))
+        out += urls[:n]
+        rest = urls[n:]
+        if rest:
+            out.append(
+                {"bucket_start": bucket, "url": None, "pv": sum(r["pv"] for r in rest), "uu": None, "other": len(rest)}
+            )
+    return out
+
+
+def table_page(
+    rows: list[dict[str, Any]], columns: Iterable[str], params: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One page of ``rows`` for a table, from a query's ``sort`` (a column; ``-column`` descending), ``page``
+    (from 1) and ``per_page`` (one of PAGE_SIZES). Sorted by :func:`natural_key` (stable: equal values keep
+    the stored order); anything else asked (an unknown column, a page past the end, not a number) falls back
+    to the nearest sensible page, never an error."""
+    params = params or {}
+    sort = params.get("sort", "")
+    descending = sort.startswith("-")
+    column = sort.lstrip("-")
+    if column not in set(columns):
+        column, descending = "", False
+    try:
+        per_page = int(params.get("per_page", PER_PAGE))
+    except ValueError:
+        per_page = PER_PAGE
+    if per_page not in PAGE_SIZES:
+        per_page = PER_PAGE
+    pages = max(1, -(-len(rows) // per_page))
+    try:
+        page = min(max(1, int(params.get("page", 1))), pages)
+    except ValueError:
+        page = 1
+    ordered = sorted(rows, key=lambda r: natural_key(r.get(column)), reverse=descending) if column else rows
+    start = (page - 1) * per_page
+    return {
+        "rows": ordered[start : start + per_page],
+        "count": len(rows),
+        "page": page,
+        "pages": pages,
+        "per_page": per_page,
+        "first": start + 1 if rows else 0,
+        "last": min(start + per_page, len(rows)),
+        "sort": column,
+        "descending": descending,
     }
 
 

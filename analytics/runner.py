@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from analytics import events
 from analytics.formats import Formats, decode
+from analytics.present import natural_key
 from analytics.reports import EVENT_REPORTS, REPORTS, Options, finish, one_pass, onepass
 from analytics.source import read_range
 from analytics.spark import first_line, is_remote
@@ -331,10 +332,11 @@ def _shaped(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _order(columns: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """Rows in a stable order: by bucket (total first), then the columns in order (nulls first)."""
+    """Rows in a stable order: by bucket (total first), then the columns in order (nulls first, numbers as numbers,
+    text in natural order: /p2 before /p10)."""
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple((row.get(c) is not None, row.get(c) if row.get(c) is not None else "") for c in columns)
+        return tuple(natural_key(row.get(c)) for c in columns)
 
     return key
 
