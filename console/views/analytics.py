@@ -19,6 +19,7 @@ from analytics.present import chart_data
 from analytics.reports import LABELS, REPORTS
 from analytics.runner import SQL
 from analytics.spark import SparkUnavailable, check_jobs, shown
+from analytics.sql import check_sql
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.topics import read as topics
 from console.access import Forbidden, perform, role_of
@@ -203,10 +204,20 @@ def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> Analytic
         return jobs.do_submit(cluster, spec, request.user, job_spec.check_offsets(data, spec))
 
     named = data.get("groups") if data.get("report") == "lag" else data.get("topics", "")
+    if data.get("report") == SQL:  # a query's tables are the topics it reads
+        named = _sql_topics(data.get("sql"))
     target = ",".join(str(t) for t in named) if isinstance(named, list) else str(named or "")
-    shown = ("report", "topics", "groups", "bucket", "from", "to", "offsets", "approximate")
+    shown = ("report", "topics", "groups", "bucket", "from", "to", "offsets", "approximate", "sql")
     params: dict[str, Any] = {k: data.get(k) for k in shown if k in data}
     return perform(request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}")
+
+
+def _sql_topics(text: Any) -> list[str]:
+    """The topics a query reads, for the audit log's target (none when it does not pass the checks)."""
+    try:
+        return list(check_sql(text).topics) if isinstance(text, str) else []
+    except InvalidInput:
+        return []
 
 
 @require_POST
