@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from analytics.events import BUCKETS
 
@@ -351,6 +352,59 @@ def table_page(
         "last": min(start + per_page, len(rows)),
         "sort": column,
         "descending": descending,
+    }
+
+
+def result_table(
+    report: str, rows: list[dict[str, Any]], columns: Iterable[str], params: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The job page's table of a report's rows: :func:`table_page` of them, or for PV/UU by default of
+    :func:`top_per_bucket` (``rows=all`` in the query for every row), with the links its headers, pager and
+    view switch draw (query strings keeping the rest of what was asked)."""
+    params = dict(params or {})
+    columns = tuple(columns)
+    can_top = report == "pv_uu" and any(r.get("url") is not None for r in rows)
+    view = "top" if can_top and params.get("rows") != "all" else "all"
+    table = table_page(top_per_bucket(rows) if view == "top" else rows, columns, params)
+
+    def link(**changes: Any) -> str:
+        asked = {
+            "rows": "all" if view == "all" and can_top else "",
+            "sort": ("-" if table["descending"] else "") + table["sort"],
+        }
+        asked |= {"page": str(table["page"]), "per_page": str(table["per_page"])}
+        asked |= {k: str(v) for k, v in changes.items()}
+        return "?" + urlencode(
+            {k: v for k, v in asked.items() if v and (k, v) not in (("page", "1"), ("per_page", str(PER_PAGE)))}
+        )
+
+    def sort_link(column: str) -> str:  # ascending first; again: descending; a third time: the stored order
+        if table["sort"] != column:
+            return link(sort=column, page=1)
+        return link(sort="" if table["descending"] else f"-{column}", page=1)
+
+    return {
+        **table,
+        "view": view,
+        "can_top": can_top,
+        "top_n": TOP_URLS,
+        "headers": [
+            {
+                "column": c,
+                "link": sort_link(c),
+                "sorted": ("descending" if table["descending"] else "ascending") if table["sort"] == c else "none",
+            }
+            for c in columns
+        ],
+        "prev_link": link(page=table["page"] - 1) if table["page"] > 1 else None,
+        "next_link": link(page=table["page"] + 1) if table["page"] < table["pages"] else None,
+        "first_link": link(page=1) if table["page"] > 1 else None,
+        "last_link": link(page=table["pages"]) if table["page"] < table["pages"] else None,
+        "size_links": [
+            {"size": n, "link": link(per_page=n, page=1), "current": n == table["per_page"]} for n in PAGE_SIZES
+        ],
+        "top_link": link(rows="", page=1, sort="") if can_top else None,
+        "all_link": link(rows="all", page=1, sort="") if can_top else None,
     }
 
 

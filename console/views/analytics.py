@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from analytics.events import BUCKETS, FIELDS
-from analytics.present import chart_data
+from analytics.present import chart_data, result_table
 from analytics.reports import LABELS, REPORTS
 from analytics.runner import SQL
 from analytics.spark import SparkUnavailable, check_jobs, shown
@@ -262,6 +262,7 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
         "numeric_types": NUMERIC_TYPES,
         "rows": rows[:TABLE_ROWS],
         "row_count": len(rows),
+        "table": result_table(job.report, rows, _columns_of(job), request.GET) if job.report != "sql" else None,
         "charts": chart_data(job.report, bucket, rows),
         "from_iso": _iso(job.params.get("from_ms")),
         "to_iso": _iso(job.params.get("to_ms")),
