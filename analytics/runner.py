@@ -68,6 +68,7 @@ class JobResult:
 
 Progress = Callable[[float, str], None]
 SQL = "sql"  # the job kind of a query over topics (analytics.sql), beside the reports
+PROFILE = "profile"  # the job kind of a topic's profile (analytics.profile)
 NOTHING = "No records in the chosen range: there was nothing to count."
 # Records per partition of the events' shuffle (analytics.reports.onepass): few enough that a partition's
 # hash aggregations stay in memory, many enough that a task's start does not count.
@@ -78,8 +79,8 @@ def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None,
     """Raise InvalidInput for a spec no job should start with: unknown report or bucket, no topic, ``from``
     not before ``to``, or more buckets than ``max_points`` over the range (an open start counts from
     ``first_time_ms``, the first record's time, when known)."""
-    if spec.report not in REPORTS and spec.report != SQL:
-        raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join((*REPORTS, SQL))}.")
+    if spec.report not in REPORTS and spec.report not in (SQL, PROFILE):
+        raise InvalidInput(f"Unknown report {spec.report!r}; reports: {', '.join((*REPORTS, SQL, PROFILE))}.")
     if spec.bucket not in events.BUCKETS:
         raise InvalidInput(f"Unknown bucket {spec.bucket!r}; buckets: {', '.join(events.BUCKETS)}.")
     if spec.from_ms is not None and spec.to_ms is not None and spec.from_ms >= spec.to_ms:
@@ -90,6 +91,10 @@ def check_spec(spec: JobSpec, max_points: int, first_time_ms: int | None = None,
         if not spec.sql:
             raise InvalidInput("Write a query, e.g. SELECT count(*) FROM `my-topic`.")
         return  # its tables are the topics it names, read whole or over the range; no buckets
+    if spec.report == PROFILE:
+        if len(spec.topics) != 1:
+            raise InvalidInput("A profile is of one topic: choose one.")
+        return  # always by hour, however long the range: its hours are a few numbers each
     if not spec.topics:
         raise InvalidInput("Choose at least one topic.")
     if not 1 <= spec.top_n <= 1000:
