@@ -26,6 +26,7 @@ Knows Spark, nothing of Django; the console's job process calls :func:`run_profi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -136,7 +137,9 @@ def long_frame(records: DataFrame) -> DataFrame:
 def _packed(section: str, frame: DataFrame, *columns: Column | str) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return frame.select(F.lit(section).alias("section"), F.to_json(F.struct(*columns), {"ignoreNullFields": "false"}).alias("data"))
+    return frame.select(
+        F.lit(section).alias("section"), F.to_json(F.struct(*columns), {"ignoreNullFields": "false"}).alias("data")
+    )
 
 
 def sections(long: DataFrame) -> DataFrame:
@@ -231,10 +234,8 @@ def run_profile(
     try:
         collected = _collect(spark, sections(long), group, f"profile of {topic}", progress, cancelled, mine.records)
     finally:
-        try:
+        with contextlib.suppress(Exception):  # the server is gone: it has forgotten the cache too
             long.unpersist()
-        except Exception:  # noqa: BLE001, S110 - the server is gone: it has forgotten the cache too
-            pass
     result = shape_result([(r["section"], json.loads(r["data"])) for r in collected], partitions)
     if formats is not None:
         result.notes[:0] = formats.notes()
@@ -294,7 +295,9 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
                 "max": _number(f["max_num"]) if has_numbers else _text(f["max_text"]),
                 "min_text": _text(f["min_text"]) if has_numbers else None,
                 "max_text": _text(f["max_text"]) if has_numbers else None,
-                "top": [{"value": _text(t["item"]), "count": int(t["count"])} for t in tops.get((False, f["path"]), [])],
+                "top": [
+                    {"value": _text(t["item"]), "count": int(t["count"])} for t in tops.get((False, f["path"]), [])
+                ],
                 "first_seen": iso(int(f["first_hour"])),
                 "last_seen": iso(int(f["last_hour"])),
                 "drift": ", ".join(drift) or None,
@@ -329,7 +332,11 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
         "hot_factor": HOT_FACTOR,
         "fields": len(fields),
         "fields_shown": min(len(fields), MAX_FIELDS),
-        "keys": {"distinct": int(total.get("distinct_keys") or 0), "null": int(total.get("null_keys") or 0), "top": keys},
+        "keys": {
+            "distinct": int(total.get("distinct_keys") or 0),
+            "null": int(total.get("null_keys") or 0),
+            "top": keys,
+        },
         "partitions": per_partition,
         "mean_records": mean,
         "sizes": {

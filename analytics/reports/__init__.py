@@ -32,7 +32,7 @@ LABELS = {
     "lag": "Lag report",
 }
 # What a job is, for lists of jobs: the reports and the SQL queries (analytics.sql).
-JOB_LABELS = {**LABELS, "sql": "SQL query"}
+JOB_LABELS = {**LABELS, "sql": "SQL query", "profile": "Topic profile"}
 
 
 def one_pass(report: str, options: Options) -> bool:

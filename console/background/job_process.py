@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from analytics.formats import Formats, page_values, plan_formats
-from analytics.runner import SQL, JobCancelled, JobResult, JobSpec, run_lag_report, run_report
+from analytics.runner import PROFILE, SQL, JobCancelled, JobResult, JobSpec, run_lag_report, run_report
 from analytics.spark import SparkSettings, first_line
 from broker.errors import KazamiError
 from broker.messages.ranges import TopicRanges
@@ -103,6 +103,9 @@ def _run(job: AnalyticsJob, session: _Session, cancelled: threading.Event) -> No
     if spec.report == SQL:
         _run_sql(job, spec, session, cancelled)
         return
+    if spec.report == PROFILE:
+        _run_profile(job, spec, session, cancelled)
+        return
     config = get_configs()[job.cluster]
     ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
     # Topics in a schema registry's wire format: their schemas fetched here, before Spark starts (or the reason
@@ -150,6 +153,33 @@ def _run_sql(job: AnalyticsJob, spec: JobSpec, session: _Session, cancelled: thr
         group=f"kazami-job-{job.pk}",
         max_rows=settings.KAZAMI_SQL_MAX_ROWS,
         timeout_s=settings.KAZAMI_SQL_TIMEOUT,
+        from_ms=spec.from_ms,
+        to_ms=spec.to_ms,
+        formats=formats,
+        progress=_progress_of(job),
+        cancelled=cancelled,
+    )
+    _store(job, result)
+
+
+def _run_profile(job: AnalyticsJob, spec: JobSpec, session: _Session, cancelled: threading.Event) -> None:
+    """A topic's profile (analytics.profile) over its range; no Spark when the range holds no record."""
+    from analytics.profile import run_profile
+    from analytics.source import kafka_options
+
+    config = get_configs()[job.cluster]
+    ranges = ranges_of(job.cluster, spec, stored_offsets(job.params))
+    formats = _formats(job.cluster, ranges) if ranges.records else None
+    spark: Any = session.get() if ranges.records else None
+    if cancelled.is_set():
+        raise JobCancelled("Cancelled before Spark started reading.")
+    AnalyticsJob.objects.filter(pk=job.pk).update(stage="reading", input_rows=ranges.records)
+    result = run_profile(
+        spark,
+        spec.topics[0],
+        kafka_options(config, jobs_dir() / "scratch") if ranges.records else {},
+        ranges,
+        group=f"kazami-job-{job.pk}",
         from_ms=spec.from_ms,
         to_ms=spec.to_ms,
         formats=formats,

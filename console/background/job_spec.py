@@ -9,7 +9,7 @@ from typing import Any
 
 from analytics.events import BUCKETS
 from analytics.reports import REPORTS
-from analytics.runner import SQL, JobSpec
+from analytics.runner import PROFILE, SQL, JobSpec
 from analytics.sql import check_sql
 from broker.errors import InvalidInput
 from broker.messages.ranges import TopicRanges, get_offset_ranges, get_ranges
@@ -26,8 +26,8 @@ Offsets = dict[tuple[str, int], tuple[int, int | None]]
 def check_job_request(data: Mapping[str, Any]) -> JobSpec:
     """A JobSpec from the API's JSON or a page's form; raises InvalidInput naming the bad field."""
     report = str(data.get("report") or "")
-    if report not in REPORTS and report != SQL:
-        raise InvalidInput(f"report must be one of {', '.join((*REPORTS, SQL))}, not {report[:40]!r}.")
+    if report not in REPORTS and report not in (SQL, PROFILE):
+        raise InvalidInput(f"report must be one of {', '.join((*REPORTS, SQL, PROFILE))}, not {report[:40]!r}.")
     if report == SQL:
         return _sql_request(data)
     if report == "lag":
@@ -52,6 +52,16 @@ def check_job_request(data: Mapping[str, Any]) -> JobSpec:
             check_topic_name(topic)
         except InvalidInput as exc:
             raise InvalidInput(f"topics: {topic[:60]!r} is not a topic name. {exc}") from None
+    if report == PROFILE:
+        if len(topics) != 1:
+            raise InvalidInput("A profile is of one topic: topics must name exactly one.")
+        return JobSpec(
+            report=PROFILE,
+            topics=tuple(topics),
+            bucket="hour",
+            from_ms=_time(data.get("from"), "from"),
+            to_ms=_time(data.get("to"), "to"),
+        )
     bucket = str(data.get("bucket") or "hour")
     if bucket not in BUCKETS:
         raise InvalidInput(f"bucket must be one of {', '.join(BUCKETS)}, not {bucket[:40]!r}.")
