@@ -4,8 +4,9 @@ whoever may see them (the owner, and everyone when shared)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -64,7 +65,7 @@ def save(request: HttpRequest, cluster: str, name: Any, sql: Any, shared: bool) 
             raise InvalidInput(f"A name is at most {MAX_NAME} characters; this one is {len(title)}.")
         check_sql(text)  # a query that would be refused is not kept
         now = timezone.now()
-        user = request.user
+        user = cast(User, request.user)  # perform let it through: a signed-in operator
         query = SavedQuery.objects.filter(cluster=cluster, owner=user, name=title).first()
         if query is None:
             query = SavedQuery(cluster=cluster, owner=user, owner_name=user.get_username(), name=title, created_at=now)
@@ -87,4 +88,5 @@ def delete(request: HttpRequest, cluster: str, query_id: Any) -> None:
             message = str(exc)
         record(request, "sql.delete", cluster, target, {"id": query.pk}, "refused", message)
         raise Forbidden(message)
-    perform(request, "sql.delete", cluster, target, {"id": query.pk}, query.delete, lambda _: f"deleted query {query_id}")
+    params = {"id": query.pk}
+    perform(request, "sql.delete", cluster, target, params, query.delete, lambda _: f"deleted query {params['id']}")

@@ -114,7 +114,8 @@ def api_saved_queries(request: HttpRequest, cluster: str) -> Any:
         shared = body.get("shared") in (True, "true", "on", "1", 1)
         query = saved_queries.save(request, cluster, body.get("name"), body.get("sql"), shared)
         return JsonResponse(saved_queries.query_json(query, request.user), status=201)
-    return {"queries": [saved_queries.query_json(q, request.user) for q in saved_queries.visible(request.user, cluster)]}
+    listed = saved_queries.visible(request.user, cluster)
+    return {"queries": [saved_queries.query_json(q, request.user) for q in listed]}
 
 
 @require_http_methods(["GET", "DELETE"])
