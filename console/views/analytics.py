@@ -16,8 +16,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from analytics.events import BUCKETS, FIELDS
 from analytics.present import chart_data, result_table
+from analytics.profile import COLUMNS as PROFILE_COLUMNS
 from analytics.reports import LABELS, REPORTS
-from analytics.runner import SQL
+from analytics.runner import PROFILE, SQL
 from analytics.spark import SparkUnavailable, check_jobs, shown
 from analytics.sql import check_sql
 from broker.errors import InvalidInput, KazamiError, NotFound
@@ -44,8 +45,9 @@ def hidden_result(user: Any, job: AnalyticsJob) -> Hidden | None:
     report reads no record."""
     if job.report == "lag":
         return None
-    # A query may read anything of its topics' records: any rule masking one of them for the user hides it.
-    fields = None if job.report == SQL else FIELDS
+    # A query may read anything of its topics' records, a profile shows their values: any rule masking one of
+    # them for the user hides it.
+    fields = None if job.report in (SQL, PROFILE) else FIELDS
     return hidden_from(user, job.cluster, job.params.get("topics", []), fields)
 
 
@@ -53,6 +55,8 @@ def _columns_of(job: AnalyticsJob) -> tuple[str, ...]:
     """The columns of ``job``'s rows: its report's, or those its query returned."""
     if job.report == SQL:
         return tuple(c["name"] for c in (job.summary or {}).get("columns", []))
+    if job.report == PROFILE:
+        return PROFILE_COLUMNS
     return tuple(REPORTS[job.report].COLUMNS)
 
 
@@ -94,7 +98,7 @@ def job_json(job: AnalyticsJob, request: HttpRequest | None = None, role: str | 
         topics = p.get("topics", [])
         if job.report != "lag" and any(r.covers(job.cluster, t) for r in get_rules(job.cluster) for t in topics):
             who = role if role is not None else role_of(request.user)
-            hidden = hidden_from_role(who, job.cluster, topics, None if job.report == SQL else FIELDS)
+            hidden = hidden_from_role(who, job.cluster, topics, None if job.report in (SQL, PROFILE) else FIELDS)
         if hidden is not None:
             body["summary"] = {}
             body["masked"] = hidden.message
@@ -223,7 +227,7 @@ def _sql_topics(text: Any) -> list[str]:
 @require_POST
 @page_view
 def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> HttpResponse:
-    """ "PV/UU" and "CTR" on a topic's page: that topic, the last 24 hours, hourly, started at once."""
+    """ "PV/UU", "CTR" and "Profile" on a topic's page: that topic, the last 24 hours, hourly, started at once."""
     now = datetime.now(UTC)
     data = {
         "report": report,
@@ -262,7 +266,9 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
         "numeric_types": NUMERIC_TYPES,
         "rows": rows[:TABLE_ROWS],
         "row_count": len(rows),
-        "table": result_table(job.report, rows, _columns_of(job), request.GET) if job.report != "sql" else None,
+        "table": result_table(job.report, rows, _columns_of(job), request.GET)
+        if job.report not in (SQL, PROFILE)
+        else None,
         "charts": chart_data(job.report, bucket, rows),
         "from_iso": _iso(job.params.get("from_ms")),
         "to_iso": _iso(job.params.get("to_ms")),
