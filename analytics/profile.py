@@ -48,6 +48,7 @@ MAX_DEPTH = 5  # levels of nested objects looked into (deeper objects are values
 MAX_FIELDS = 500  # fields kept in the result, the most present first
 MAX_TEXT = 200  # characters of a value shown (top values, min and max)
 HOUR = 3_600_000
+MAX_HOURS = 24 * 400  # hours without records are listed (as 0) over a range up to this long
 TYPES = ("string", "integer", "number", "boolean", "null", "array", "object")
 COLUMNS = (
     "field",
@@ -321,7 +322,10 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
         {"key": _text(t["item"]), "count": int(t["count"]), "share": int(t["count"]) / records if records else None}
         for t in tops.get((True, ""), [])
     ]
-    hours = sorted(by.get("hour", []), key=lambda h: h["hour"])
+    counted_hours = {int(h["hour"]): int(h["records"]) for h in by.get("hour", [])}
+    hours = sorted(counted_hours)
+    if hours and (hours[-1] - hours[0]) // HOUR < MAX_HOURS:  # hours without records as 0, for the chart
+        hours = list(range(hours[0], hours[-1] + HOUR, HOUR))
     summary = {
         "records": records,
         "objects": objects,
@@ -345,7 +349,7 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
             "max": total.get("max_size"),
             "mean": (int(total.get("bytes") or 0) / records) if records else None,
         },
-        "hours": [{"hour": iso(int(h["hour"])), "records": int(h["records"])} for h in hours],
+        "hours": [{"hour": iso(h), "records": counted_hours.get(h, 0)} for h in hours],
         "first_hour": iso(int(first_hour)) if first_hour is not None else None,
         "last_hour": iso(int(last_hour)) if last_hour is not None else None,
         "drift": [r["field"] for r in rows if r["drift"]],
