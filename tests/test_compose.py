@@ -38,7 +38,9 @@ EXPECTED_SERVICES = {
     "postgres",
     "spark-master",
     "spark-worker",
+    "spark-connect",
 }
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 # --- running Compose -----------------------------------------------------------------------------
@@ -343,3 +345,74 @@ def test_mounted_named_volumes_are_declared_at_top_level() -> None:
 
     assert mounted <= declared, f"mounted but not declared under top-level volumes: {sorted(mounted - declared)}"
     assert declared <= mounted, f"declared but mounted by no service: {sorted(declared - mounted)}"
+
+
+def _options(command: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """spark-submit's ``--flag value`` pairs and its ``--conf key=value`` settings."""
+    flags: dict[str, str] = {}
+    conf: dict[str, str] = {}
+    for flag, value in zip(command[1::2], command[2::2], strict=False):
+        if flag == "--conf":
+            key, _, setting = value.partition("=")
+            conf[key] = setting
+        else:
+            flags[flag] = value
+    return flags, conf
+
+
+def test_the_console_runs_its_jobs_in_the_spark_connect_server_on_the_spark_cluster() -> None:
+    from importlib.metadata import version
+
+    services = _services()
+    connect = services["spark-connect"]
+    command = [str(part) for part in connect["command"]]
+    flags, conf = _options(command)
+    console_env = _environment(services["console"])
+    remote = urlparse(console_env["KAZAMI_SPARK_REMOTE"])
+    spark_version = version("pyspark")
+
+    assert command[0].endswith("/spark-submit")
+    assert flags["--class"] == CONNECT_SERVER_CLASS
+    assert connect["image"] == services["spark-master"]["image"] == f"apache/spark:{spark_version}"
+    assert flags["--master"] == _environment(services["console"])["KAZAMI_SPARK_MASTER"] == "spark://spark-master:7077"
+    assert {"spark-master", "spark-worker"} <= _depends_on(connect)
+    # The connectors the jobs use (analytics/pom.xml), in PySpark's version.
+    pom = (ROOT / "analytics" / "pom.xml").read_text()
+    packages = flags["--packages"].split(",")
+    assert {p.rsplit(":", 1)[1] for p in packages} == {spark_version}
+    assert {p.split(":")[1] for p in packages} == {"spark-sql-kafka-0-10_2.13", "spark-avro_2.13"}
+    assert "spark-sql-kafka-0-10_2.13" in pom
+    # Executors on spark-worker dial the driver back by its service name.
+    assert conf["spark.driver.host"] == "spark-connect"
+    # The console reaches it inside the network; nothing publishes its port to the host.
+    assert (remote.scheme, remote.hostname, remote.port) == ("sc", "spark-connect", 15002)
+    assert conf["spark.connect.grpc.binding.port"] == "15002"
+    assert "15002" in {str(port).split("/")[0] for port in connect.get("expose", [])}
+    assert all(not spec.endswith(":15002") for service in services.values() for spec in _published_ports(service))
+    # No token: PySpark's client sends one only over TLS unless the host is "localhost" (a token here would make it
+    # ask for TLS, which the server does not speak); the documentation says why the network is the boundary.
+    assert "token" not in console_env["KAZAMI_SPARK_REMOTE"]
+    assert "spark-connect:15002" in " ".join(_section_lines(_documentation()))
+    assert "spark-connect" in _depends_on(services["console"])
+    # Its web UI, linked from each job, on loopback.
+    assert console_env["KAZAMI_SPARK_UI_URL"] == "http://127.0.0.1:4040"
+    assert f"127.0.0.1:4040:{conf['spark.ui.port']}" in _published_ports(connect)
+
+
+def test_the_spark_connect_server_runs_with_the_jobs_settings() -> None:
+    from analytics.spark import SparkSettings, spark_conf
+
+    _, conf = _options([str(part) for part in _services()["spark-connect"]["command"]])
+    expected = spark_conf(SparkSettings())
+    # Where it runs, its memory (--driver-memory) and jars (--packages) are its own; every other setting is the jobs'.
+    shared = {k: v for k, v in expected.items() if k not in ("spark.jars", "spark.driver.memory", "spark.ui.enabled")}
+
+    assert {k: conf.get(k) for k in shared} == shared
+    assert conf["spark.scheduler.mode"] == "FAIR"
+
+
+def test_an_application_gets_a_share_of_the_spark_worker_not_all_of_it() -> None:
+    master_env = _environment(_services()["spark-master"])
+
+    # The Spark Connect server keeps its executors: with every core, the live query's Spark would never get one.
+    assert "-Dspark.deploy.defaultCores=" in master_env.get("SPARK_MASTER_OPTS", "")
