@@ -215,8 +215,16 @@ def _ctr(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
     rate = {c: round(100 * clicks[c] / impressions[c], 3) for c in impressions if impressions[c]}
     busiest = sorted(impressions, key=lambda c: (-impressions[c], natural_key(c)))[:3]
     named = {"all campaigns": over_time["*"], **{c: over_time[c] for c in busiest}} if over_time else {}
+    line = ctr_over_time(named, step)
+    if line is not None:
+        line["title"] = "CTR over time"
+        merged = f"{line['merged']} buckets merged into each point, " if line["merged"] > 1 else ""
+        line["note"] = (
+            f"{merged}so that a point rests on about {CTR_POINT_IMPRESSIONS} impressions; windows with fewer than "
+            f"{CTR_LEAST_IMPRESSIONS} are left out; grey bars: impressions of all campaigns"
+        )
     return {
-        "line": ctr_over_time(named, step),
+        "line": line,
         "bars": {"title": "CTR per campaign over the range", **_bars(rate.items(), "%")},
         "ranked": None,
     }
@@ -324,7 +332,7 @@ def table_page(
     the stored order); anything else asked (an unknown column, a page past the end, not a number) falls back
     to the nearest sensible page, never an error."""
     params = params or {}
-    sort = params.get("sort", "")
+    sort = str(params.get("sort") or "")
     descending = sort.startswith("-")
     column = sort.lstrip("-")
     if column not in set(columns):
@@ -361,7 +369,7 @@ def result_table(
     """The job page's table of a report's rows: :func:`table_page` of them, or for PV/UU by default of
     :func:`top_per_bucket` (``rows=all`` in the query for every row), with the links its headers, pager and
     view switch draw (query strings keeping the rest of what was asked)."""
-    params = dict(params or {})
+    params = {k: str(params[k]) for k in params} if params else {}  # a QueryDict: each key's last value
     columns = tuple(columns)
     can_top = report == "pv_uu" and any(r.get("url") is not None for r in rows)
     view = "top" if can_top and params.get("rows") != "all" else "all"
