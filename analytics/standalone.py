@@ -7,11 +7,13 @@ way to try a ``spark://`` deployment without containers::
 
 The master listens on ``port`` (``spark://127.0.0.1:PORT``), its web UI on ``port + 1``; the worker on ``port + 2``,
 its web UI on ``port + 3``. Every one of them binds 127.0.0.1 (``SPARK_LOCAL_IP`` and ``--host``), so nothing here is
-reachable from other machines; executors the worker starts inherit that, and the worker's environment: this Python
-(``PYSPARK_PYTHON``) with the project on ``PYTHONPATH``, which the Protobuf decoding step of analytics.formats needs
-in the executors' Python workers. An application gets ``app_cores`` of the worker's cores unless it asks for more
-(``spark.deploy.defaultCores``), so two applications (the warm Spark and a job's own Spark) share the worker instead
-of the first taking every core and the second waiting for ever. Its data folder holds::
+reachable from other machines; executors the worker starts inherit that, and the worker's environment. Python steps
+(the Protobuf decoding of analytics.formats) run in the executors' Python workers with the Python the driver names
+(its ``PYSPARK_PYTHON``: a Spark Connect server's own, analytics.server gives it this Python), which finds the
+project in its own site-packages (``make install`` installs it into the venv); the worker adds its ``PYTHONPATH``
+(the project here) for a Python that does not have it. An application gets ``app_cores`` of the worker's cores
+unless it asks for more (``spark.deploy.defaultCores``), so two applications (the warm Spark and a job's own Spark)
+share the worker instead of the first taking every core and the second waiting for ever. Its data folder holds::
 
     spark-standalone.json   the running master and worker: ports, pids, how long they took to start
     logs/master.log         what the master prints
@@ -135,8 +137,8 @@ def environment(root: Path, app_cores: int) -> dict[str, str]:
         "SPARK_DAEMON_MEMORY": "256m",
         "SPARK_DAEMON_JAVA_OPTS": java_opts,
         "SPARK_MASTER_OPTS": f"-Dspark.deploy.defaultCores={app_cores}",
-        # Python steps of a job (the Protobuf decoding of analytics.formats) run in the executors' Python workers:
-        # this Python, which has the project's packages, with the project on its path.
+        # Python steps of a job (the Protobuf decoding of analytics.formats) run in the executors' Python workers,
+        # with the Python the driver names; this one for a driver that names none, and the project on the path.
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
     }
