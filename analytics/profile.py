@@ -8,10 +8,10 @@ for the job, so Kafka is read once, and the sections below are aggregated from i
 
 - per field: the JSON types seen with their counts (``integer``: a whole number that fits in 64 bits; ``number``:
   any other), how many records hold it null and how many lack it, exactly, so the null rate is exact; distinct
-  values by HyperLogLog (``approx_count_distinct`` with relative standard deviation :data:`RSD`); min and max of
-  its numbers and of its strings; its :data:`TOP` commonest values with their exact counts; the first and last
-  hour it was seen;
-- keys: distinct keys (HyperLogLog, :data:`RSD`), the :data:`TOP` hottest with their share of the records, and
+  values by HyperLogLog (``approx_count_distinct`` with relative standard deviation :data:`RSD`; an estimate
+  above the count of values is cut to it); min and max of its numbers and of its strings; its :data:`TOP`
+  commonest values with their exact counts; the first and last hour it was seen;
+- keys: distinct keys (HyperLogLog, as above), the :data:`TOP` hottest with their share of the records, and
   records without a key;
 - per partition: records and bytes (key and value as written), exact; a partition is *hot* when it holds more
   than :data:`HOT_FACTOR` times the mean records of the topic's partitions in the range;
@@ -291,7 +291,8 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
                 "nulls": nulls,
                 "missing": missing,
                 "null_rate": (nulls + missing) / objects if objects else None,
-                "distinct": int(f["distinct"]),
+                # HyperLogLog may overshoot: never more distinct values than values.
+                "distinct": min(int(f["distinct"]), int(f["present"]) - nulls),
                 "min": _number(f["min_num"]) if has_numbers else _text(f["min_text"]),
                 "max": _number(f["max_num"]) if has_numbers else _text(f["max_text"]),
                 "min_text": _text(f["min_text"]) if has_numbers else None,
@@ -337,7 +338,7 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
         "fields": len(fields),
         "fields_shown": min(len(fields), MAX_FIELDS),
         "keys": {
-            "distinct": int(total.get("distinct_keys") or 0),
+            "distinct": min(int(total.get("distinct_keys") or 0), records - int(total.get("null_keys") or 0)),
             "null": int(total.get("null_keys") or 0),
             "top": keys,
         },
@@ -359,4 +360,6 @@ def shape_result(found: list[tuple[str, dict[str, Any]]], partitions: list[int])
         notes.append(f"The records hold {len(fields):,} fields; the {MAX_FIELDS:,} most present are shown.")
     if records and not objects:
         notes.append("No record's value is a JSON object: there are no fields to profile.")
-    return JobResult(rows=rows, summary=summary, input_rows=records, input_bytes=summary["bytes"], notes=notes)
+    return JobResult(
+        rows=rows, summary=summary, input_rows=records, input_bytes=int(total.get("bytes") or 0), notes=notes
+    )

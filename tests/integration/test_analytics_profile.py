@@ -91,8 +91,8 @@ def written(kafka_cluster: Any) -> tuple[str, list[dict[str, Any]]]:
         doc = document(i, rng)
         value = json.dumps(doc).encode()
         rows.append({"partition": partition, "key": key, "value": value, "ts": ts, "doc": doc})
-    for j, value in enumerate((b"not json", b"[1, 2]", b"42", None, None)):
-        rows.append({"partition": 1 + j % 3, "key": b"odd", "value": value, "ts": BASE + j * HOUR, "doc": None})
+    for j, odd in enumerate((b"not json", b"[1, 2]", b"42", None, None)):
+        rows.append({"partition": 1 + j % 3, "key": b"odd", "value": odd, "ts": BASE + j * HOUR, "doc": None})
     for row in rows:
         producer.send(topic, key=row["key"], value=row["value"], partition=row["partition"], timestamp_ms=row["ts"])
     producer.flush(timeout=60)
