@@ -12,6 +12,7 @@ from analytics.formats import page_values
 from analytics.sql import sample_schemas
 from broker.client.connection import ClusterConnection
 from broker.messages.ranges import get_ranges
+from broker.topics.read import check_topic_name
 
 # The columns of every topic's table (analytics.sql.empty_table) with their Spark types.
 TABLE_COLUMNS = (
@@ -41,8 +42,9 @@ class Table:
 
 
 def describe_table(conn: ClusterConnection, topic: str, per_end: int = SAMPLE_PER_END) -> Table:
-    """``topic``'s table: its JSON fields from a sample of its records. Raises TopicNotFound, ClusterUnavailable
-    (each read is bounded by the connection's time-out)."""
+    """``topic``'s table: its JSON fields from a sample of its records. Raises InvalidInput (not a topic name),
+    TopicNotFound, ClusterUnavailable (each read is bounded by the connection's time-out)."""
+    check_topic_name(topic)  # InvalidInput for a name Kafka would refuse, before asking the cluster
     ranges = get_ranges(conn, [topic], None, None)
     ddl = sample_schemas(ranges, page_values(conn), per_end=per_end).get(topic)
     return Table(topic, ranges.records, ranges.records > 0, tuple(flatten(ddl)) if ddl else ())

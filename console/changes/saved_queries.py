@@ -54,13 +54,17 @@ def query_json(query: SavedQuery, user: Any) -> dict[str, Any]:
 def save(request: HttpRequest, cluster: str, name: Any, sql: Any, shared: bool) -> SavedQuery:
     """Save ``sql`` as ``name`` (the user's query of that name on ``cluster`` is replaced): the query must be one
     that reads (analytics.sql.check_sql). Raises Forbidden, InvalidInput (audited)."""
-    text = str(sql or "").strip()
-    title = " ".join(str(name or "").split())
+    text = sql.strip() if isinstance(sql, str) else ""
+    title = " ".join(name.split()) if isinstance(name, str) else ""
     params = {"name": title[:MAX_NAME], "sql": text[:2000], "shared": bool(shared)}
 
     def change() -> SavedQuery:
+        if not isinstance(name, str) or not isinstance(sql, str):
+            raise InvalidInput("name and sql must be text.")
         if not title:
             raise InvalidInput("Give the query a name to save it.")
+        if any(ord(c) < 32 or ord(c) == 127 for c in title):
+            raise InvalidInput("A name cannot hold control characters.")
         if len(title) > MAX_NAME:
             raise InvalidInput(f"A name is at most {MAX_NAME} characters; this one is {len(title)}.")
         check_sql(text)  # a query that would be refused is not kept

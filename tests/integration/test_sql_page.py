@@ -254,3 +254,29 @@ def test_a_query_run_to_its_end_its_page_and_downloads(shop: Any, no_spawn: list
     assert "sql-result-app" not in shown
     header = client.get(f"/clusters/local/analytics/jobs/{empty_id}/result.csv").content.decode().splitlines()
     assert header == ["partition,offset,timestamp,key,value,headers,fields"]
+
+
+def test_bad_input_gets_a_readable_refusal(shop: Any) -> None:
+    client = logged_in("operator")
+    tables = "/api/clusters/local/analytics/sql/tables/"
+    for name in ("..", "a" * 300, "with space", "é" * 20, "x\u0000"):
+        answer = client.get(tables, {"topic": name})
+        assert answer.status_code == 400, (name, answer.content)
+        assert "topic" in answer.json()["message"]
+    for q in ("(" * 50, "9" * 40, "-1"):
+        assert client.get(PAGE, {"q": q}).status_code in (400, 404)
+    assert client.get(PAGE, {"q": "(("}).status_code == 400
+    wrong = [
+        {"name": ["x"], "sql": "SELECT 1"},
+        {"name": "x", "sql": {"a": 1}},
+        {"name": "a\u0000b", "sql": "SELECT 1"},
+    ]
+    for body in wrong:
+        answer = client.post(QUERIES, json.dumps(body), content_type="application/json")
+        assert answer.status_code == 400, (body, answer.content)
+        assert answer.json()["message"]
+    too_long = client.post(QUERIES, json.dumps({"name": "n" * 121, "sql": "SELECT 1"}), content_type="application/json")
+    assert too_long.status_code == 400
+    assert "at most 120" in too_long.json()["message"]
+    assert client.post(PAGE, {"sql": "SELECT 1", "range": "\u0663", "action": "run"}).status_code == 400
+    assert not SavedQuery.objects.filter(name__in=("a\u0000b", "n" * 121)).exists()
