@@ -62,8 +62,14 @@ def flatten(ddl: str, prefix: str = "") -> list[Field]:
             out.append(Field(path, "struct"))
             out += flatten(rest[len("STRUCT<") : -1], path + ".")
         else:
-            out.append(Field(path, rest.lower()))
+            out.append(Field(path, _lower_types(rest)))
     return out
+
+
+def _lower_types(ddl: str) -> str:
+    """``ddl`` with its type names in lower case, names in backquotes as they are."""
+    parts = ddl.split("`")
+    return "`".join(p.lower() if i % 2 == 0 else p for i, p in enumerate(parts))
 
 
 def _split(ddl: str) -> list[str]:
