@@ -165,24 +165,32 @@ def _pv_uu(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
 def _top_urls_over_time(
     pv: dict[int, float | None], per_url: dict[str, float], url_time: dict[str, dict[int, float]], step: int | None
 ) -> dict[str, Any] | None:
-    """The TOP_URLS URLs with the most page views over the range, each over time, and "other": the rest of each
-    bucket's page views (its total less theirs), so that the stacked series add up to the bucket's PV."""
+    """The TOP_URLS URLs with the most page views over the range, each a line over time, and "other": the rest of
+    each bucket's page views (its total less theirs), so that with it the lines add up to the bucket's PV. On a
+    site with a long tail "other" is most of the views and would squash the named lines to the floor, so it
+    starts hidden (a click on its legend shows it)."""
     top = sorted(per_url, key=lambda u: (-per_url[u], natural_key(u)))[:TOP_URLS]
     series: dict[str, dict[int, float | None]] = {u: dict(url_time[u]) for u in top}
     rest = len(per_url) - len(top)
+    other = f"other ({rest:,} URLs)"
     if rest:
-        series[f"other ({rest:,} URLs)"] = {
-            t: max(0.0, (total or 0) - sum(url_time[u].get(t, 0) for u in top)) for t, total in pv.items()
-        }
+        series[other] = {t: max(0.0, (total or 0) - sum(url_time[u].get(t, 0) for u in top)) for t, total in pv.items()}
     line = _line(series, step, "page views", f"page views {_per(step)}" if step else "")
     if line is None:
         return None
-    for s in line["series"]:  # stacked: a bucket where a URL had no view is 0 for it, not a gap
+    for s in line["series"]:  # a bucket where a URL had no view is 0 for it, not a gap
         s["values"] = [
             v if v is not None else (0 if pv.get(t) is not None else None)
             for t, v in zip(line["times"], s["values"], strict=True)
         ]
-    return {**line, "title": f"Page views of the top {len(top)} URLs and the rest, over time", "stacked": True}
+        s["hidden"] = s["label"] == other and rest > 0
+    return {
+        **line,
+        "title": f"Page views of the top {len(top)} URLs over time",
+        "note": f"{other}: the rest of each bucket's page views, hidden until you click it below the chart"
+        if rest
+        else "",
+    }
 
 
 def _keywords(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:

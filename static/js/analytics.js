@@ -1,4 +1,5 @@
-// A job's page: draws the result's charts, and reloads once when the job it shows finishes (the
+// A job's page: draws the result's charts (the rows' table pages and sorts itself through htmx links, which
+// leave the charts alone), and reloads once when the job it shows finishes (the
 // status is pushed over the websocket; the result's charts and table come with the full page).
 (function () {
   "use strict";
@@ -7,6 +8,8 @@
     var data = JSON.parse(source.textContent);
     var line = document.getElementById("line-chart");
     if (line && data.line) KazamiCharts.timeLine(line, data.line);
+    var area = document.getElementById("area-chart");
+    if (area && data.area) KazamiCharts.timeLine(area, data.area);
     var bar = document.getElementById("bar-chart");
     if (bar && data.bars) KazamiCharts.bars(bar, data.bars);
     var stack = document.getElementById("stacked-chart");

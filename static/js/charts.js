@@ -12,41 +12,65 @@
     return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   }
 
-  // spec: {times: [ms], step_ms, series: [{label, values: [number|null], unit}]}
+  function number(v) { return typeof v === "number" ? v.toLocaleString() : v; }
+
+  // spec: {times: [ms], step_ms, y_title, stacked, series: [{label, values: [number|null], unit, context}],
+  // impressions: {label, values} (bars behind the lines, on an axis of their own)}. A series' context, when
+  // given, is [impressions, clicks] per point, said in its tooltip.
   function timeLine(canvas, spec, options) {
     options = options || {};
     var unit = spec.series.length && spec.series[0].unit;
-    if (!options.yTitle && unit) options.yTitle = unit;
+    var yTitle = options.yTitle || spec.y_title || unit || "";
     var step = spec.step_ms || 60000;
     // Ticks on whole multiples of the bucket (about eight of them), not wherever the scale falls.
     var span = spec.times.length ? spec.times[spec.times.length - 1] - spec.times[0] : step;
     var tickStep = step * Math.max(1, Math.ceil(span / step / 8));
     var datasets = spec.series.map(function (s, i) {
+      var colour = s.color || PALETTE[i % PALETTE.length];
       return {
-        label: s.label, unit: s.unit || "",
+        label: s.label, unit: s.unit || "", context: s.context || null,
         data: spec.times.map(function (t, j) { return { x: t, y: s.values[j] }; }),
-        borderColor: s.color || PALETTE[i % PALETTE.length], backgroundColor: s.color || PALETTE[i % PALETTE.length],
-        borderWidth: s.width || 1.8, pointRadius: spec.times.length > 60 ? 0 : 2.5, tension: 0.15,
-        spanGaps: false, hidden: !!s.hidden
+        borderColor: colour, backgroundColor: spec.stacked ? colour + "99" : colour,
+        borderWidth: s.width || (spec.stacked ? 1 : 1.8), pointRadius: spec.times.length > 60 ? 0 : 2.5, tension: 0.15,
+        spanGaps: false, hidden: !!s.hidden, fill: spec.stacked ? (i === 0 ? "origin" : "-1") : false,
+        yAxisID: "y", order: 1
       };
     });
+    var scales = {
+      x: { type: "linear",
+           title: { display: true, text: "time (your time zone)" },
+           ticks: { stepSize: tickStep, callback: function (v) { return label(v, step); } } },
+      y: { beginAtZero: true, stacked: !!spec.stacked, title: { display: !!yTitle, text: yTitle },
+           ticks: { callback: function (v) { return number(v) + (unit === "%" ? "%" : ""); } } }
+    };
+    if (spec.impressions) {
+      datasets.push({
+        type: "bar", label: spec.impressions.label, unit: "impressions", yAxisID: "y2", order: 2,
+        data: spec.times.map(function (t, j) { return { x: t + step / 2, y: spec.impressions.values[j] }; }),
+        backgroundColor: "rgba(154, 163, 178, 0.28)", borderWidth: 0, barPercentage: 1, categoryPercentage: 0.9
+      });
+      scales.y2 = { position: "right", beginAtZero: true, grid: { drawOnChartArea: false },
+                    title: { display: true, text: "impressions" }, ticks: { callback: number } };
+    }
     return new Chart(canvas, {
       type: "line",
       data: { datasets: datasets },
       options: {
         animation: false, maintainAspectRatio: false, parsing: false, normalized: true,
         interaction: { mode: "nearest", axis: "x", intersect: false },
-        scales: {
-          x: { type: "linear", ticks: { stepSize: tickStep, callback: function (v) { return label(v, step); } } },
-          y: { beginAtZero: true, title: { display: !!options.yTitle, text: options.yTitle || "" } }
-        },
+        scales: scales,
         plugins: {
           legend: { position: "bottom" },
           tooltip: { callbacks: {
             title: function (items) { return items.length ? new Date(items[0].parsed.x).toLocaleString() : ""; },
             label: function (item) {
-              var unit = item.dataset.unit ? " " + item.dataset.unit : "";
-              return item.dataset.label + ": " + (item.parsed.y === null ? "no data" : item.parsed.y.toLocaleString() + unit);
+              var ds = item.dataset;
+              var u = ds.unit === "%" ? "%" : (ds.unit ? " " + ds.unit : "");
+              if (item.parsed.y === null) return ds.label + ": no data";
+              var text = ds.label + ": " + item.parsed.y.toLocaleString() + u;
+              var c = ds.context && ds.context[item.dataIndex];
+              if (c) text += " (" + c[1].toLocaleString() + " clicks of " + c[0].toLocaleString() + " impressions)";
+              return text;
             }
           } }
         }
@@ -56,13 +80,17 @@
 
   // spec: {labels: [text], values: [number], unit}
   function bars(canvas, spec) {
+    var pct = spec.unit === "%";
     return new Chart(canvas, {
       type: "bar",
       data: { labels: spec.labels, datasets: [{ label: spec.unit || "", data: spec.values, backgroundColor: PALETTE[0], maxBarThickness: 28 }] },
       options: {
         animation: false, maintainAspectRatio: false, indexAxis: "y",
-        scales: { x: { beginAtZero: true } },
-        plugins: { legend: { display: false } }
+        scales: { x: { beginAtZero: true, title: { display: !!spec.unit, text: pct ? "CTR (%)" : spec.unit || "" },
+                       ticks: { callback: function (v) { return number(v) + (pct ? "%" : ""); } } } },
+        plugins: { legend: { display: false }, tooltip: { callbacks: {
+          label: function (item) { return number(item.parsed.x) + (pct ? "%" : " " + (spec.unit || "")); }
+        } } }
       }
     });
   }

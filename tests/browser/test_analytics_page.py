@@ -48,9 +48,9 @@ def api_status(page: Any, console_url: str, job_id: int) -> str:
     return str(page.request.get(f"{console_url}/api/jobs/{job_id}/").json()["status"])
 
 
-def start_job(page: Any, console_url: str, topic: str, bucket: str = "minute") -> int:
+def start_job(page: Any, console_url: str, topic: str, bucket: str = "minute", report: str = "pv_uu") -> int:
     page.goto(f"{console_url}/clusters/local/analytics/")
-    page.select_option("#report", "pv_uu")
+    page.select_option("#report", report)
     page.fill("#topics", topic)
     page.select_option("#range", "all")
     page.select_option("#bucket", bucket)
@@ -92,8 +92,89 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     assert "400,000" in page.inner_text("#job-status")  # rows read
     assert page.query_selector("table.result-rows tbody tr") is not None
     page.screenshot(path=str(artifacts / "analytics-done.png"), full_page=False)
+    # The top URLs over time, and the rest (hidden at first) adding up with them to each minute's PV.
+    page.wait_for_function("() => Chart.getChart(document.getElementById('area-chart'))")
+    stacked = page.evaluate(
+        """() => { const c = Chart.getChart(document.getElementById('area-chart'));
+                   const pv = Chart.getChart(document.getElementById('line-chart')).data.datasets[0].data;
+                   const sum = (i) => c.data.datasets.reduce((s, d) => s + (d.data[i].y || 0), 0);
+                   return {labels: c.data.datasets.map(d => d.label), y: c.options.scales.y.title.text,
+                           hidden: c.data.datasets.map((d, i) => !c.isDatasetVisible(i)),
+                           sums: pv.map((p, i) => [p.y, sum(i)])}; }"""
+    )
+    assert len(stacked["labels"]) == 6
+    assert stacked["labels"][-1].startswith("other (")
+    assert stacked["hidden"] == [False] * 5 + [True]
+    assert stacked["y"] == "page views per minute"
+    assert all(total is None or total == parts for total, parts in stacked["sums"])
+    # The rows: a page of 50 of them (each minute's total, its top 5 URLs and the rest), not every row at once.
+    page.locator("#result-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "analytics-rows.png"), full_page=False)
+    assert page.locator("table.result-rows tbody tr").count() == 50
+    assert page.locator("tr.other-row").count() >= 5
+    position = page.inner_text("#rows-position")
+    assert position.startswith("rows 1–50 of ")
+    # Next page: only the table changes (the charts stay drawn, no reload).
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.click("#rows-next")
+    page.wait_for_function("() => document.getElementById('result-table').dataset.page === '2'")
+    assert page.evaluate("() => window.notReloaded === true")
+    assert page.inner_text("#rows-position").startswith("rows 51–100 of ")
+    # Every row, sorted by PV from the most: sorted over all of them, numbers as numbers.
+    page.click("#show-all-rows")
+    page.wait_for_function("() => document.getElementById('result-table').dataset.view === 'all'")
+    for expected in ("pv", "-pv"):  # ascending, then descending
+        page.click("th a[data-column=pv]")
+        page.wait_for_function("(s) => document.getElementById('result-table').dataset.sort === s", arg=expected)
+    pvs = page.evaluate(
+        "() => [...document.querySelectorAll('table.result-rows tbody tr')]"
+        ".map(r => Number(r.cells[2].innerText.replace(/,/g, '')))"
+    )
+    every = page.request.get(f"{console_url}/api/jobs/{job_id}/result/").json()["rows"]
+    assert pvs == sorted((r["pv"] for r in every), reverse=True)[:50]  # the first of every row, not of a page
+    assert page.get_attribute("th:has(a[data-column=pv])", "aria-sort") == "descending"
+    page.click("th a[data-column=url]")
+    page.wait_for_function("() => document.getElementById('result-table').dataset.sort === 'url'")
+    urls = page.evaluate(
+        "() => [...document.querySelectorAll('table.result-rows tbody tr')].map(r => r.cells[1].innerText)"
+    )
+    numbered = [int(u.rsplit("/", 1)[1]) for u in urls if re.fullmatch(r"/products/\d+", u)]
+    assert numbered == sorted(numbered)
+    assert page.evaluate("() => window.notReloaded === true")
+    page.locator("#result-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "analytics-rows-sorted.png"), full_page=False)
     assert page.errors == []
     assert not job_processes(job_id)
+
+
+@pytest.mark.timeout(600)
+def test_a_ctr_job_draws_merged_points_with_their_impressions(
+    page: Any, console_url: str, busy_topic: str, artifacts: Path, spark_server: str
+) -> None:
+    job_id = start_job(page, console_url, busy_topic, bucket="minute", report="ctr")
+    deadline = time.monotonic() + 240
+    while api_status(page, console_url, job_id) not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, "the CTR job did not finish in 4 minutes"
+        time.sleep(1)
+    page.goto(f"{console_url}/clusters/local/analytics/jobs/{job_id}/")
+    assert page.get_attribute("#job-status", "data-status") == "succeeded", page.inner_text("#job-status")
+    page.wait_for_function("() => window.Chart && Chart.getChart(document.getElementById('line-chart'))")
+    drawn = page.evaluate(
+        """() => { const c = Chart.getChart(document.getElementById('line-chart'));
+                   return {labels: c.data.datasets.map(d => d.label), y: c.options.scales.y.title.text,
+                           hidden: c.data.datasets.map((d, i) => !c.isDatasetVisible(i)),
+                           y2: c.options.scales.y2.title.text,
+                           points: c.data.datasets[0].data.filter(p => p.y !== null).length}; }"""
+    )
+    assert drawn["labels"][0] == "all campaigns"
+    assert drawn["labels"][-1].startswith("impressions")
+    assert drawn["y"].startswith("CTR (%) per ")
+    assert drawn["y2"] == "impressions"
+    assert drawn["points"] >= 6
+    assert "buckets merged into each point" in page.inner_text("#line-chart-note")
+    page.locator("#line-chart").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "analytics-ctr.png"))
+    assert page.errors == []
 
 
 def test_cancel_stops_a_running_job_and_its_process(
@@ -172,6 +253,13 @@ def test_live_pv_rises_as_events_arrive_and_survives_a_crash_without_counting_tw
         rising = [v for v in seen if v > 0]
         assert len(set(rising)) >= 3, f"the live PV figure did not rise: {seen}"
         assert rising == sorted(rising)
+        # The chart came with the pushed figures (the page was last loaded before there were any).
+        assert page.locator("#live-chart-card").is_visible()
+        drawn = page.evaluate(
+            "() => Chart.getChart(document.getElementById('live-chart')).data.datasets[0].data"
+            ".reduce((s, p) => s + (p.y || 0), 0)"
+        )
+        assert drawn > 0
         page.screenshot(path=str(artifacts / "analytics-live.png"))
         # Wait until every view written so far is counted, then crash the query's process (and its JVM).
         deadline = time.monotonic() + 60
@@ -226,3 +314,65 @@ def output_topic_pv(topic: str) -> int:
 
 def csrf(page: Any) -> str:
     return str(next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken"))
+
+
+def test_the_live_chart_is_drawn_from_the_first_pushed_figures(
+    page: Any, console_url: str, tmp_path_factory: pytest.TempPathFactory, artifacts: Path
+) -> None:
+    """The page opens with no figures (the chart's card hidden); figures then stored, as the live query stores
+    them, come in the next push, and the chart is drawn from them without a reload, and follows later ones."""
+    import sqlite3
+
+    port = console_url.rsplit(":", 1)[1]
+    (db,) = {  # the database of the console serving console_url (console-varcurrent is a link to it)
+        log.parent.resolve() / "db.sqlite3"
+        for log in tmp_path_factory.getbasetemp().glob("console-var*/daphne.log")
+        if f"127.0.0.1:{port}" in log.read_text(errors="replace")
+    }
+    minute = int(time.time() * 1000) // 60_000 * 60_000
+    cluster = "local"
+
+    def store(rows: list[tuple[int, str, str, int, int]]) -> None:
+        with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn, conn:
+            conn.executemany(
+                "INSERT INTO console_livefigure (cluster, minute_ms, metric, key, count, users)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cluster, minute_ms, metric, key)"
+                " DO UPDATE SET count = excluded.count, users = excluded.users",
+                [(cluster, *r) for r in rows],
+            )
+
+    def clear() -> None:
+        with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn, conn:
+            conn.execute("DELETE FROM console_livefigure WHERE cluster = ?", (cluster,))
+
+    clear()
+    try:
+        page.goto(f"{console_url}/clusters/local/analytics/live/")
+        assert page.locator("#live-chart-card").is_hidden()
+        page.evaluate("() => { window.notReloaded = true; }")
+        store([(minute - 60_000, "pv", "*", 41, 17), (minute, "pv", "*", 12, 9), (minute, "keyword", "kafka", 3, 2)])
+        page.wait_for_function(
+            "() => window.Chart && Chart.getChart(document.getElementById('live-chart'))", timeout=20_000
+        )
+        assert page.locator("#live-chart-card").is_visible()
+        assert page.evaluate("() => window.notReloaded === true")  # drawn from the push, not a reload
+
+        def drawn() -> list[int]:
+            return list(
+                page.evaluate(
+                    "() => Chart.getChart(document.getElementById('live-chart')).data.datasets[0].data"
+                    ".filter(p => p.y !== null).map(p => p.y)"
+                )
+            )
+
+        assert drawn()[-2:] == [41, 12]
+        page.screenshot(path=str(artifacts / "analytics-live-first-push.png"))
+        store([(minute, "pv", "*", 30, 20)])  # a later batch: the same chart follows
+        page.wait_for_function(
+            "() => Chart.getChart(document.getElementById('live-chart')).data.datasets[0].data.some(p => p.y === 30)",
+            timeout=20_000,
+        )
+        assert drawn()[-2:] == [41, 30]
+        assert page.errors == []
+    finally:
+        clear()

@@ -1,7 +1,7 @@
 """A job's result as its page draws it, from a real job run on the session's Spark: the rows a page at a time,
 sorted over every row (numbers as numbers, URLs in natural order), PV/UU's top URLs per bucket with the rest
-summed, the stacked chart adding up to each bucket's PV, the CTR line's merged windows; the downloads keep every
-row and odd query strings never break the page."""
+summed, the top URLs' lines and the rest adding up to each bucket's PV, the CTR line's merged windows; the
+downloads keep every row and odd query strings never break the page."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_pv_uu_rows_come_a_page_at_a_time_sorted_over_all_of_them(spark: Any, tr
     assert len(numbered) > 2
     assert numbered == sorted(numbered)
 
-    # The stacked chart adds up to each bucket's PV.
+    # The top URLs' lines and the rest add up to each bucket's PV.
     area = page.context["charts"]["area"]
     totals = [sum(v or 0 for v in point) for point in zip(*(s["values"] for s in area["series"]), strict=True)]
     assert totals == [sum(views[t].values()) for t in area["times"]]

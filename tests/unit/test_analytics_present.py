@@ -163,7 +163,7 @@ def test_top_urls_per_bucket_with_the_rest_summed() -> None:
     assert shown[4]["uu"] is None
 
 
-def test_the_top_urls_over_time_stack_up_to_each_buckets_page_views() -> None:
+def test_the_top_urls_over_time_and_the_rest_add_up_to_each_buckets_page_views() -> None:
     rows = []
     for b in range(3):
         urls = {f"/p{n}": n + b for n in range(1, 9)}
@@ -175,6 +175,7 @@ def test_the_top_urls_over_time_stack_up_to_each_buckets_page_views() -> None:
         assert sum(s["values"][i] for s in area["series"]) == sum(n + b for n in range(1, 9))
     assert area["series"][-1]["values"] == [6, 9, 12]  # /p1../p3
     assert area["y_title"] == "page views per hour"
+    assert [s["hidden"] for s in area["series"]] == [False] * 5 + [True]  # the long tail would squash the rest
 
 
 def test_ctr_over_time_merges_thin_buckets_so_each_point_rests_on_enough_impressions() -> None:
