@@ -1,5 +1,6 @@
 // The live analytics page: one chart of PV and UU per minute, outside the pushed fragment; each push
-// brings its data (#live-line) and the chart takes it.
+// brings its data (#live-line's data-line: pushed fragments lose their script elements) and the chart takes it,
+// from the first push on.
 (function () {
   "use strict";
   var chart = null;
@@ -11,7 +12,7 @@
     card.hidden = false;
     var tables = document.getElementById("live-tables");
     if (tables) tables.hidden = false;
-    var spec = JSON.parse(source.textContent);
+    var spec = JSON.parse(source.getAttribute("data-line"));
     if (!chart) {
       chart = KazamiCharts.timeLine(canvas, spec);
       return;
