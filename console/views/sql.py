@@ -6,6 +6,7 @@ completion's sample analytics/sql_catalog.py's, the saved queries' rules console
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -42,12 +43,14 @@ def sql_page(request: HttpRequest, cluster: str) -> HttpResponse:
     error = saved = None
     status = 200
     if request.method == "POST":
-        values.update({k: request.POST.get(k, "") for k in values})
+        values.update({k: request.POST.get(k, values[k]) for k in values})
+        values["shared"] = request.POST.get("shared", "")  # an unticked box is not sent
         action = request.POST.get("action", "run")
         try:
             if action == "save":
                 query = saved_queries.save(request, cluster, values["name"], values["sql"], bool(values["shared"]))
-                return redirect(reverse("analytics-sql", kwargs={"cluster": cluster}) + f"?q={query.pk}&saved=1")
+                where = reverse("analytics-sql", kwargs={"cluster": cluster})
+                return redirect(f"{where}?{urlencode({'q': query.pk, 'range': values['range']})}&saved=1")
             data = _with_range({"report": "sql", "sql": values["sql"], "range": values["range"]})
             job = _start(request, cluster, data)
             return redirect("analytics-job", cluster=cluster, job_id=job.pk)

@@ -84,6 +84,19 @@ def test_a_query_typed_run_sorted_paged_and_charted(
     expected_sql = f"SELECT fields.price AS price, fields.n AS n, fields.kind AS kind, timestamp FROM `{topic}`"
     assert editor.input_value() == expected_sql
     page.select_option("#sql-range", "all")
+    # Saved, shared: the page opens it by its link, listed beside the editor.
+    page.click("details.sql-save summary")
+    page.fill("#sql-name", "orders by price")
+    page.check("#sql-shared")
+    page.click("#save-sql")
+    page.wait_for_selector("#sql-saved")
+    assert re.search(r"\?q=\d+&range=all&saved=1$", page.url)
+    assert page.locator("#sql").input_value() == expected_sql
+    assert page.locator("#sql-range").input_value() == "all"  # the range chosen stays
+    assert "orders by price" in page.inner_text("#saved-queries")
+    page.screenshot(path=str(artifacts / "sql-page-saved.png"))
+    editor = page.locator("#sql")
+    editor.focus()
     editor.press("Control+Enter")
     run_and_wait(page)
     page.wait_for_selector("#sql-result-app[data-ready='1']")

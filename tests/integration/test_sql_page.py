@@ -144,7 +144,7 @@ def test_saved_queries_roles_sharing_owner_only_delete_and_audit(shop: Any) -> N
     saved = alice.post(PAGE, {"sql": sql, "name": name, "action": "save"})
     assert saved.status_code == 302
     mine = SavedQuery.objects.get(name=name)
-    assert saved["Location"].endswith(f"?q={mine.pk}&saved=1")
+    assert saved["Location"].endswith(f"?q={mine.pk}&range=24h&saved=1")
     assert (mine.owner_name, mine.shared, mine.cluster, mine.sql) == ("sql-alice", False, "local", sql)
     opened = alice.get(saved["Location"]).content.decode()
     assert f"{sql}</textarea>" in opened
