@@ -11,7 +11,8 @@ console.access.perform, with what the audit log keeps of its parameters and resu
 - ``quotas``: client quotas;
 - ``acls``: ACLs and SCRAM users;
 - ``zookeeper``: create, set and delete znodes;
-- ``connect``: Kafka Connect connectors, their tasks and offsets.
+- ``connect``: Kafka Connect connectors, their tasks and offsets;
+- ``saved_queries``: save and delete a saved SQL query (its owner only).
 
 Views import the area's module (``from console.changes import topics as topic_changes``); this package
 itself holds nothing else."""
