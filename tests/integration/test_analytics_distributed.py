@@ -153,6 +153,12 @@ def proto_events(events: Any) -> tuple[str, Formats]:
     return topic, Formats({topic: TopicFormat(topic, schemas=(schema,), sampled=len(records), framed=len(records))})
 
 
+@pytest.fixture(scope="module")
+def local_pv_uu(spark: Any, conn: ClusterConnection, events: Any) -> Any:
+    """The PV/UU report over ``events`` on the session's local server, once for the module's comparisons."""
+    return report(spark, conn, events[0])
+
+
 def report(spark: Any, conn: ClusterConnection, topic: str, formats: Formats | None = None) -> Any:
     spec = JobSpec(report="pv_uu", topics=(topic,), bucket="hour")
     ranges = get_ranges(conn, [topic], None, None)
@@ -196,10 +202,15 @@ def test_the_cluster_listens_on_loopback_only(cluster: standalone.StandaloneStat
 
 
 def test_a_report_and_a_query_on_the_cluster_give_the_local_rows(
-    spark: Any, cluster_spark: Any, cluster: standalone.StandaloneState, conn: ClusterConnection, events: Any
+    spark: Any,
+    cluster_spark: Any,
+    cluster: standalone.StandaloneState,
+    conn: ClusterConnection,
+    events: Any,
+    local_pv_uu: Any,
 ) -> None:
     topic, written = events
-    local = report(spark, conn, topic)
+    local = local_pv_uu
     distributed = report(cluster_spark, conn, topic)
     assert distributed.rows == local.rows
     assert {(r["bucket_start"], r["url"]): (r["pv"], r["uu"]) for r in local.rows} == ref.pv_uu(
@@ -282,10 +293,10 @@ def test_the_protobuf_step_runs_in_the_executors_python_with_the_project(
 
 
 def test_a_job_process_own_spark_on_the_master_gives_the_local_rows(
-    spark: Any, cluster: standalone.StandaloneState, conn: ClusterConnection, events: Any
+    cluster: standalone.StandaloneState, events: Any, local_pv_uu: Any
 ) -> None:
     topic, _ = events
-    local = report(spark, conn, topic)
+    local = local_pv_uu
     # A new process, as a job without a Spark Connect server: classic Spark with the master's address.
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
     # Its driver on loopback, as everything of the module's cluster (start_session leaves a spark:// driver's
