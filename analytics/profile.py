@@ -219,7 +219,7 @@ def run_profile(
     from pyspark.sql import functions as F
 
     from analytics.formats import decode
-    from analytics.runner import _collect
+    from analytics.runner import collect
     from analytics.source import read_range
     from broker.messages.ranges import TopicRanges
 
@@ -233,11 +233,13 @@ def run_profile(
     sized = raw.withColumn("size", F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0)))
     long = long_frame(decode(sized, formats)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        collected = _collect(spark, sections(long), group, f"profile of {topic}", progress, cancelled, mine.records)
+        collected = collect(spark, sections(long), group, f"profile of {topic}", progress, cancelled, mine.records)
     finally:
         with contextlib.suppress(Exception):  # the server is gone: it has forgotten the cache too
             long.unpersist()
     result = shape_result([(r["section"], json.loads(r["data"])) for r in collected], partitions)
+    if not result.summary["records"]:
+        result.notes.append("No records in the chosen range: there was nothing to profile.")
     if formats is not None:
         result.notes[:0] = formats.notes()
     if progress:

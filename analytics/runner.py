@@ -218,7 +218,7 @@ def _run_read(
     else:
         result = REPORTS[first.report].transform(valid, first.options(partitions))
     description = f"{', '.join(reports)} over {', '.join(first.topics)}"
-    collected = _collect(spark, result, group, description, progress, cancelled, ranges.records)
+    collected = collect(spark, result, group, description, progress, cancelled, ranges.records)
     metrics = seen.get
     out = []
     for spec in specs:
@@ -278,7 +278,7 @@ def run_lag_report(
         return JobResult(rows=[], notes=["No lag samples in the chosen range: there was nothing to report."])
     frame = spark.createDataFrame(samples, lag.SAMPLES_SCHEMA)
     result = lag.transform(frame, Options(gap_ms=gap_ms))
-    collected = _collect(spark, result, group, "lag report", progress, cancelled)
+    collected = collect(spark, result, group, "lag report", progress, cancelled)
     rows = []
     for r in collected:
         row = {name: r.get(name) for name in lag.COLUMNS}
@@ -291,7 +291,7 @@ def run_lag_report(
     return JobResult(rows=rows, input_rows=len(samples))
 
 
-def _collect(
+def collect(
     spark: SparkSession,
     frame: Any,
     group: str,

@@ -328,7 +328,7 @@ def run_sql(
     """Run ``query`` (checked by :func:`check_sql`) over the records of ``ranges`` in [from_ms, to_ms), each of its
     topics a table (``schemas``: each topic's inferred JSON fields); at most ``max_rows`` rows kept (the summary
     says when there were more), stopped after ``timeout_s`` seconds. Raises JobCancelled, JobFailed."""
-    from analytics.runner import JobCancelled, JobFailed, JobResult, _collect
+    from analytics.runner import JobCancelled, JobFailed, JobResult, collect
     from analytics.source import read_range
     from broker.messages.ranges import TopicRanges
 
@@ -366,7 +366,7 @@ def run_sql(
     watcher = threading.Thread(target=relay, daemon=True, name=f"limit-{group}")
     watcher.start()
     try:
-        rows = _collect(spark, frame.limit(max_rows + 1), group, "sql", progress, stop, ranges.records)
+        rows = collect(spark, frame.limit(max_rows + 1), group, "sql", progress, stop, ranges.records)
     except JobCancelled:
         if timed_out.is_set():
             raise JobFailed(f"The query ran past its limit of {timeout_s:.0f} s and was stopped.") from None
