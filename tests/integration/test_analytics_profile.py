@@ -216,10 +216,10 @@ def test_the_profile_matches_a_count_in_plain_python(spark: Any, conn: Any, writ
         low, high = sizes[max(0, rank - slack)], sizes[min(len(sizes) - 1, rank + slack)]
         assert low <= s["sizes"][f"p{round(q * 100)}"] <= high, q
 
-    # Records per hour: exact, every hour of the range.
+    # Records per hour: exact, every hour of the range (the last odd record opens a fifth).
     per_hour = Counter(iso_hour(r["ts"]) for r in rows)
     assert s["hours"] == [
-        {"hour": iso_hour(BASE + h * HOUR), "records": per_hour[iso_hour(BASE + h * HOUR)]} for h in range(HOURS)
+        {"hour": iso_hour(BASE + h * HOUR), "records": per_hour[iso_hour(BASE + h * HOUR)]} for h in range(HOURS + 1)
     ]
 
 
@@ -240,7 +240,16 @@ def test_a_time_range_bounds_the_profile(spark: Any, conn: Any, written: Any) ->
         sum(1 for r in inside if r["partition"] == p) for p in range(4)
     ]
     assert result.summary["drift"] == []  # within one hour nothing comes or goes
-    empty = run_profile(spark, topic, {}, get_ranges(conn, [topic], BASE - 10 * HOUR, BASE - 9 * HOUR), "x")
+    before = get_ranges(conn, [topic], BASE - 10 * HOUR, BASE - 9 * HOUR)
+    empty = run_profile(
+        spark,
+        topic,
+        kafka_options(config(), Path("/tmp")),
+        before,
+        "x",
+        from_ms=BASE - 10 * HOUR,
+        to_ms=BASE - 9 * HOUR,
+    )
     assert empty.rows == []
     assert empty.summary["records"] == 0
     assert any("nothing to profile" in n for n in empty.notes)
@@ -305,3 +314,48 @@ def test_the_api_the_page_the_button_roles_and_masking(
     assert "profile-fields" not in hidden
     assert viewer.get(f"/api/jobs/{job_id}/").json()["summary"] == {}
     assert logged_in("admin").get(f"/api/jobs/{job_id}/result/").status_code == 200
+
+
+def test_an_avro_topic_is_profiled_as_its_decoded_documents(spark: Any, conn: Any, schema_registry: str) -> None:
+    """Records in the registry's wire format, in two schema versions (v2 adds ``coupon``): the profile reads their
+    documents (v1 records read into v2: no coupon), their bytes as written."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient, topic_subject_name_strategy
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from analytics.formats import page_values, plan_formats
+    from broker.schemas.registry import Registry, RegistryConfig
+    from tests.integration.kafka_helpers import produce_timed
+
+    def schema(coupon: bool) -> str:
+        fields = [{"name": "id", "type": "long"}, {"name": "kind", "type": "string"}]
+        if coupon:
+            fields.append({"name": "coupon", "type": ["null", "string"], "default": None})
+        return json.dumps({"type": "record", "name": "Order", "namespace": "test.profile", "fields": fields})
+
+    topic = create_topic(unique("profile-avro"), partitions=2)
+    client = SchemaRegistryClient({"url": schema_registry, "timeout": 10})
+    conf = {"auto.register.schemas": True, "subject.name.strategy": topic_subject_name_strategy}
+    v1, v2 = AvroSerializer(client, schema(False), conf=conf), AvroSerializer(client, schema(True), conf=conf)
+    context = SerializationContext(topic, MessageField.VALUE)
+    records = []
+    for i in range(300):
+        doc: dict[str, Any] = {"id": i, "kind": KINDS[i % 5]}
+        value = v1(doc, context) if i < 120 else v2({**doc, "coupon": None if i % 3 else f"C{i % 7}"}, context)
+        records.append((f"k{i % 9}".encode(), value, BASE + i * 1_000))
+    produce_timed(topic, records)
+    ranges = get_ranges(conn, [topic], None, None)
+    formats = plan_formats(ranges, page_values(conn), Registry(RegistryConfig(url=schema_registry, timeout=10)))
+    result = run_profile(spark, topic, kafka_options(config(), Path("/tmp")), ranges, unique("p"), formats=formats)
+    rows = {r["field"]: r for r in result.rows}
+    assert set(rows) == {"id", "kind", "coupon"}
+    assert rows["id"]["types"] == {"integer": 300}
+    assert (rows["id"]["min"], rows["id"]["max"]) == (0, 299)
+    assert [(t["value"], t["count"]) for t in rows["kind"]["top"]] == sorted(
+        Counter(KINDS[i % 5] for i in range(300)).items(), key=lambda kv: (-kv[1], kv[0])
+    )
+    with_coupon = sum(1 for i in range(120, 300) if i % 3 == 0)
+    assert rows["coupon"]["null_rate"] == (300 - with_coupon) / 300  # null, or absent from the document
+    assert rows["coupon"]["types"] == {"string": with_coupon}
+    assert result.summary["bytes"] == sum(len(k) + len(v) for k, v, _ in records)  # as written, framing and all
+    assert any("Avro" in n for n in result.notes)
