@@ -328,7 +328,7 @@ def test_an_avro_topic_is_profiled_as_its_decoded_documents(spark: Any, conn: An
     from tests.integration.kafka_helpers import produce_timed
 
     def schema(coupon: bool) -> str:
-        fields = [{"name": "id", "type": "long"}, {"name": "kind", "type": "string"}]
+        fields: list[dict[str, Any]] = [{"name": "id", "type": "long"}, {"name": "kind", "type": "string"}]
         if coupon:
             fields.append({"name": "coupon", "type": ["null", "string"], "default": None})
         return json.dumps({"type": "record", "name": "Order", "namespace": "test.profile", "fields": fields})
