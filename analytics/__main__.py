@@ -119,7 +119,11 @@ def _server(args: argparse.Namespace) -> int:
 
     if args.action == "up":
         settings = SparkSettings(
-            master=args.master, driver_memory=args.memory, ui=not args.no_ui, app_name="Kazami Spark Connect"
+            master=args.master,
+            driver_memory=args.memory,
+            ui=not args.no_ui,
+            app_name="Kazami Spark Connect",
+            driver_host=os.environ.get("KAZAMI_SPARK_DRIVER_HOST", ""),
         )
         server.start(args.data, port=args.port, settings=settings)
     elif args.action == "down":

@@ -138,8 +138,10 @@ def command(settings: SparkSettings, port: int, ui_port: int, root: Path) -> lis
         **spark_conf(settings),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
+        # A Spark cluster on other hosts reaches the driver at settings.driver_host (it then listens on every
+        # interface of its host); otherwise the driver only talks to this machine.
+        "spark.driver.host": settings.driver_host or "127.0.0.1",
+        "spark.driver.bindAddress": "0.0.0.0" if settings.driver_host else "127.0.0.1",  # noqa: S104
         "spark.ui.port": str(ui_port),
         # Jobs share the server: a small report is not queued behind a long one.
         "spark.scheduler.mode": "FAIR",
