@@ -226,10 +226,14 @@ def _ctr(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
     line = ctr_over_time(named, step)
     if line is not None:
         line["title"] = "CTR over time"
-        merged = f"{line['merged']} buckets merged into each point, " if line["merged"] > 1 else ""
+        merged = (
+            f"One point {_per(line['step_ms'])} ({line['merged']} buckets merged)"
+            if line["merged"] > 1
+            else "One point a bucket"
+        )
         line["note"] = (
-            f"{merged}so that a point rests on about {CTR_POINT_IMPRESSIONS} impressions; windows with fewer than "
-            f"{CTR_LEAST_IMPRESSIONS} are left out; grey bars: impressions of all campaigns"
+            f"{merged}, so that a point rests on about {CTR_POINT_IMPRESSIONS} impressions of the least busy line; "
+            f"windows with fewer than {CTR_LEAST_IMPRESSIONS} are left out; grey bars: impressions of all campaigns"
         )
     return {
         "line": line,

@@ -37,7 +37,7 @@
       };
     });
     var scales = {
-      x: { type: "linear",
+      x: { type: "linear", min: spec.times[0], max: spec.times[spec.times.length - 1],
            title: { display: true, text: "time (your time zone)" },
            ticks: { stepSize: tickStep, callback: function (v) { return label(v, step); } } },
       y: { beginAtZero: true, stacked: !!spec.stacked, title: { display: !!yTitle, text: yTitle },
@@ -46,7 +46,7 @@
     if (spec.impressions) {
       datasets.push({
         type: "bar", label: spec.impressions.label, unit: "impressions", yAxisID: "y2", order: 2,
-        data: spec.times.map(function (t, j) { return { x: t + step / 2, y: spec.impressions.values[j] }; }),
+        data: spec.times.map(function (t, j) { return { x: t, y: spec.impressions.values[j] }; }),
         backgroundColor: "rgba(154, 163, 178, 0.28)", borderWidth: 0, barPercentage: 1, categoryPercentage: 0.9
       });
       scales.y2 = { position: "right", beginAtZero: true, grid: { drawOnChartArea: false },

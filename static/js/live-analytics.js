@@ -20,6 +20,8 @@
     spec.series.forEach(function (s, i) {
       chart.data.datasets[i].data = spec.times.map(function (t, j) { return { x: t, y: s.values[j] }; });
     });
+    chart.options.scales.x.min = spec.times[0];  // the last hour moves on
+    chart.options.scales.x.max = spec.times[spec.times.length - 1];
     chart.update();
   }
   document.addEventListener("DOMContentLoaded", draw);

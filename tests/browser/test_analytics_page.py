@@ -108,8 +108,10 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     assert stacked["y"] == "page views per minute"
     assert all(total is None or total == parts for total, parts in stacked["sums"])
     # The rows: a page of 50 of them (each minute's total, its top 5 URLs and the rest), not every row at once.
-    page.locator("#result-table").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts / "analytics-rows.png"), full_page=False)
+    page.locator("section.chart-card", has=page.locator("#area-chart")).screenshot(
+        path=str(artifacts / "analytics-top-urls.png")
+    )
+    page.locator("#result-table").screenshot(path=str(artifacts / "analytics-rows.png"))
     assert page.locator("table.result-rows tbody tr").count() == 50
     assert page.locator("tr.other-row").count() >= 5
     position = page.inner_text("#rows-position")
@@ -141,8 +143,7 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     numbered = [int(u.rsplit("/", 1)[1]) for u in urls if re.fullmatch(r"/products/\d+", u)]
     assert numbered == sorted(numbered)
     assert page.evaluate("() => window.notReloaded === true")
-    page.locator("#result-table").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts / "analytics-rows-sorted.png"), full_page=False)
+    page.locator("#result-table").screenshot(path=str(artifacts / "analytics-rows-sorted.png"))
     assert page.errors == []
     assert not job_processes(job_id)
 
@@ -171,7 +172,7 @@ def test_a_ctr_job_draws_merged_points_with_their_impressions(
     assert drawn["y"].startswith("CTR (%) per ")
     assert drawn["y2"] == "impressions"
     assert drawn["points"] >= 6
-    assert "buckets merged into each point" in page.inner_text("#line-chart-note")
+    assert "buckets merged), so that a point rests on about 500 impressions" in page.inner_text("#line-chart-note")
     page.locator("#line-chart").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "analytics-ctr.png"))
     assert page.errors == []

@@ -132,4 +132,4 @@ def test_the_ctr_line_merges_buckets_into_points_of_enough_impressions(
         if value is not None:
             assert context[0] >= 100
             assert value == round(100 * context[1] / context[0], 2)
-    assert "buckets merged into each point" in page.content.decode()
+    assert f"({line['merged']} buckets merged), so that a point rests on" in page.content.decode()
