@@ -341,8 +341,8 @@ def table_page(
 ) -> dict[str, Any]:
     """One page of ``rows`` for a table, from a query's ``sort`` (a column; ``-column`` descending), ``page``
     (from 1) and ``per_page`` (one of PAGE_SIZES). Sorted by :func:`natural_key` (stable: equal values keep
-    the stored order); anything else asked (an unknown column, a page past the end, not a number) falls back
-    to the nearest sensible page, never an error."""
+    the stored order), empty cells last; anything else asked (an unknown column, a page past the end, not a
+    number) falls back to the nearest sensible page, never an error."""
     params = params or {}
     sort = str(params.get("sort") or "")
     descending = sort.startswith("-")
@@ -360,7 +360,12 @@ def table_page(
         page = min(max(1, int(params.get("page", 1))), pages)
     except ValueError:
         page = 1
-    ordered = sorted(rows, key=lambda r: natural_key(r.get(column)), reverse=descending) if column else rows
+    ordered = rows
+    if column:  # empty cells last either way: sorting by URL shows URLs first, not every bucket's total
+        filled = sorted(
+            (r for r in rows if r.get(column) is not None), key=lambda r: natural_key(r[column]), reverse=descending
+        )
+        ordered = filled + [r for r in rows if r.get(column) is None]
     start = (page - 1) * per_page
     return {
         "rows": ordered[start : start + per_page],

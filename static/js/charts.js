@@ -12,6 +12,20 @@
     return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   }
 
+  var NICE = [60000, 120000, 300000, 600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000,
+              86400000, 172800000, 604800000, 2592000000];
+  function niceStep(ms) {
+    for (var i = 0; i < NICE.length; i++) if (NICE[i] >= ms) return NICE[i];
+    return Math.ceil(ms / 86400000) * 86400000;
+  }
+  // Ticks at whole multiples of stepMs (in the viewer's time zone, for steps of an hour or more) between min and max.
+  function roundTicks(min, max, stepMs) {
+    var offset = stepMs >= 3600000 ? new Date(min).getTimezoneOffset() * 60000 : 0;
+    var first = Math.ceil((min - offset) / stepMs) * stepMs + offset, ticks = [];
+    for (var t = first; t <= max && ticks.length < 50; t += stepMs) ticks.push({ value: t });
+    return ticks;
+  }
+
   function number(v) { return typeof v === "number" ? v.toLocaleString() : v; }
 
   // spec: {times: [ms], step_ms, y_title, stacked, series: [{label, values: [number|null], unit, context}],
@@ -22,9 +36,9 @@
     var unit = spec.series.length && spec.series[0].unit;
     var yTitle = options.yTitle || spec.y_title || unit || "";
     var step = spec.step_ms || 60000;
-    // Ticks on whole multiples of the bucket (about eight of them), not wherever the scale falls.
+    // Ticks on round times (about eight of them: every 10 minutes, 3 hours, a day), not wherever the scale falls.
     var span = spec.times.length ? spec.times[spec.times.length - 1] - spec.times[0] : step;
-    var tickStep = step * Math.max(1, Math.ceil(span / step / 8));
+    var tickStep = niceStep(Math.max(step, span / 8));
     var datasets = spec.series.map(function (s, i) {
       var colour = s.color || PALETTE[i % PALETTE.length];
       return {
@@ -39,7 +53,8 @@
     var scales = {
       x: { type: "linear", min: spec.times[0], max: spec.times[spec.times.length - 1],
            title: { display: true, text: "time (your time zone)" },
-           ticks: { stepSize: tickStep, callback: function (v) { return label(v, step); } } },
+           afterBuildTicks: function (axis) { axis.ticks = roundTicks(axis.min, axis.max, tickStep); },
+           ticks: { callback: function (v) { return label(v, step); } } },
       y: { beginAtZero: true, stacked: !!spec.stacked, title: { display: !!yTitle, text: yTitle },
            ticks: { callback: function (v) { return number(v) + (unit === "%" ? "%" : ""); } } }
     };

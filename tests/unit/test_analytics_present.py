@@ -139,6 +139,11 @@ def test_a_table_page_is_sorted_over_every_row_and_bad_asks_fall_back() -> None:
     assert (odd["sort"], odd["page"], odd["per_page"]) == ("", 3, 50)
     assert table_page(rows, ("url", "pv"), {"page": "x"})["page"] == 1
     assert table_page([], ("url",))["pages"] == 1
+    with_totals = [{"url": None, "pv": 9}, {"url": "/p10", "pv": 1}, {"url": None, "pv": 8}, {"url": "/p9", "pv": 2}]
+    for sort in ("url", "-url"):
+        urls = [r["url"] for r in table_page(with_totals, ("url", "pv"), {"sort": sort})["rows"]]
+        assert urls[2:] == [None, None]  # the totals after the URLs, both ways
+    assert [r["url"] for r in table_page(with_totals, ("url", "pv"), {"sort": "url"})["rows"]][:2] == ["/p9", "/p10"]
 
 
 def test_top_urls_per_bucket_with_the_rest_summed() -> None:
