@@ -156,6 +156,8 @@ def _pv_uu(rows: list[dict[str, Any]], step: int | None) -> dict[str, Any]:
         "bars": {"title": f"Top {min(TOP, len(per_url))} URLs by page views", **_bars(per_url.items(), "page views")},
         "ranked": None,
     }
+    if charts["line"] is not None:
+        charts["line"]["title"] = "Page views and unique users over time"
     area = _top_urls_over_time(pv, per_url, url_time, step)
     if area is not None:
         charts["area"] = area

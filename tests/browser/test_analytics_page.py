@@ -107,6 +107,7 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
     assert stacked["labels"][-1].startswith("other (")
     assert stacked["hidden"] == [False] * 5 + [True]
     assert stacked["y"] == "page views per minute"
+    assert "Page views and unique users over time" in page.inner_text("#job-result")
     assert all(total is None or total == parts for total, parts in stacked["sums"])
     # The rows: a page of 50 of them (each minute's total, its top 5 URLs and the rest), not every row at once.
     page.locator("section.chart-card", has=page.locator("#area-chart")).screenshot(

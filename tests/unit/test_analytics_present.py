@@ -25,6 +25,7 @@ def test_the_time_axis_holds_every_bucket_and_missing_ones_are_gaps() -> None:
     ]
     line = chart_data("pv_uu", "hour", rows)["line"]
     assert line["times"] == [T0, T0 + H, T0 + 2 * H, T0 + 3 * H]
+    assert line["title"] == "Page views and unique users over time"
     assert line["series"][0] == {"label": "PV", "unit": "", "values": [10, None, None, 7]}
     assert line["series"][1]["values"] == [4, None, None, 2]
     bars = chart_data("pv_uu", "hour", rows)["bars"]
