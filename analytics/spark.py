@@ -136,6 +136,10 @@ def start_session(settings: SparkSettings) -> SparkSession:
     check_spark()
     from pyspark.sql import SparkSession
 
+    # A classic session in a process that inherited Spark Connect's mode (the variables PySpark sets in a process
+    # with a Connect session, passed on to the processes it starts) would build Connect's columns: not this one.
+    for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+        os.environ.pop(key, None)
     local = settings.master.startswith("local")
     if local:
         # The machine's host name may resolve to an address other processes cannot reach; a local

@@ -62,8 +62,11 @@ def console_process(
 ) -> Iterator[ServedConsole]:
     """:func:`running_console`, yielding the process's pid and log too; ``start_timeout``: how long to wait
     for /healthz (a loaded machine may need more than the default)."""
+    # Not the Spark Connect mode of the process that starts it (a test process with a Connect session): the
+    # console's live query runs a classic Spark.
+    inherited = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     env = {
-        **os.environ,
+        **inherited,
         "KAZAMI_VAR_DIR": str(var),
         "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
         "DJANGO_SETTINGS_MODULE": "console.settings",
