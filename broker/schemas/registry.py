@@ -266,8 +266,7 @@ class Registry:
             headers["Authorization"] = f"Bearer {self.config.token}"
         req = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) only
         try:
-            with urllib.request.urlopen(req, timeout=timeout, context=self._tls) as answer:  # noqa: S310
-                raw = answer.read()
+            raw = self._exchange(req, timeout, retry=method == "GET")
         except urllib.error.HTTPError as exc:
             raise self._refusal(exc.code, exc.read()) from None
         except (TimeoutError, urllib.error.URLError, OSError) as exc:
@@ -286,6 +285,20 @@ class Registry:
             return json.loads(raw)
         except ValueError:
             raise RegistryError(f"{self.where} answered with something that is not JSON.", 502) from None
+
+    def _exchange(self, req: urllib.request.Request, timeout: float, retry: bool) -> bytes:
+        """The answer's body. A connection the registry closed without answering (a reset, or a server that
+        drops a connection now and then, as Apicurio's did once in a CI run) is tried once more for a read: a
+        read is safe to repeat, and one dropped connection should not mark the registry down for DOWN_FOR s."""
+        try:
+            with urllib.request.urlopen(req, timeout=timeout, context=self._tls) as answer:  # noqa: S310
+                return bytes(answer.read())
+        except (urllib.error.URLError, ConnectionResetError) as exc:
+            dropped = isinstance(exc, ConnectionResetError) or isinstance(exc.reason, ConnectionResetError)
+            if not retry or not dropped or isinstance(exc, urllib.error.HTTPError):
+                raise
+        with urllib.request.urlopen(req, timeout=timeout, context=self._tls) as answer:  # noqa: S310
+            return bytes(answer.read())
 
     def _refusal(self, status: int, raw: bytes) -> RegistryError:
         code: int | None = None

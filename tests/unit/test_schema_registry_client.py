@@ -221,10 +221,16 @@ class _FakeRegistry(BaseHTTPRequestHandler):
             self._answer(200, {"schema": '"string"', "references": []})
         elif self.path.startswith("/schemas/ids/"):
             self._answer(404, {"error_code": 40403, "message": "Schema not found"})
+        elif self.path.startswith("/drop") and self.asked.count(self.path) == 1:  # the first time only
+            self.close_connection = True  # closed without a status line, as a server that drops a connection
         elif self.path.startswith("/fail"):
             self._answer(500, {"error_code": 50001, "message": f"Store error; header was {header}"})
         else:
             self._answer(200, {})
+
+    def do_POST(self) -> None:
+        self.asked.append(f"POST {self.path}")
+        self.close_connection = True  # never answers a change: the client must not send it twice
 
     def _answer(self, status: int, body: object) -> None:
         raw = json.dumps(body).encode()
@@ -411,3 +417,14 @@ def test_tls_with_a_ca_file_and_a_client_certificate(tls_registry: tuple[str, An
     # A key that does not belong to the certificate is refused when the client is made, naming neither file's content.
     with pytest.raises(ConfigError, match="client certificate or key cannot be loaded"):
         Registry(RegistryConfig(url, ssl_certfile=str(files.client_cert), ssl_keyfile=str(other.client_key)))
+
+
+def test_a_dropped_connection_is_tried_once_more_for_a_read_only(fake_registry: str) -> None:
+    registry = Registry(RegistryConfig(fake_registry, timeout=2))
+    assert registry.request("GET", "/drop") == {}  # dropped once, answered the second time
+    assert _FakeRegistry.asked.count("/drop") == 2
+    assert registry._down is None
+    with pytest.raises(RegistryError, match="cannot be reached") as caught:
+        registry.request("POST", "/subjects/s/versions", {"schema": '"string"'})
+    assert caught.value.status == 0
+    assert _FakeRegistry.asked.count("POST /subjects/s/versions") == 1
