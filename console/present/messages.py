@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from urllib.parse import quote
@@ -78,17 +78,61 @@ class ShownMessage:
         return datetime.fromtimestamp(self.message.timestamp / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
+class StoredSchemas:
+    """The Avro schemas uploaded for a topic (TopicSchema), read from the database the first time they are asked
+    for: a page of JSON or text records never asks (in "auto", a stored schema is only tried on bytes that are
+    neither), and that query was a twentieth of a page of messages. A stored schema that no longer parses is
+    reported in ``errors``, not raised."""
+
+    def __init__(self, cluster: str | None, topic: str) -> None:
+        self.cluster, self.topic = cluster, topic
+        self._lock = threading.Lock()
+        self._found: tuple[dict[str, AvroSchema], tuple[str, ...]] | None = None if cluster is not None else ({}, ())
+
+    def read(self) -> tuple[dict[str, AvroSchema], tuple[str, ...]]:
+        with self._lock:
+            if self._found is None:
+                schemas: dict[str, AvroSchema] = {}
+                errors = []
+                for stored in TopicSchema.objects.filter(cluster=self.cluster, topic=self.topic):
+                    try:
+                        schemas[stored.part] = parse_avro_schema(stored.schema)
+                    except SchemaError as exc:
+                        errors.append(f"The stored {stored.part} schema does not parse: {exc}")
+                self._found = (schemas, tuple(errors))
+            return self._found
+
+    @property
+    def was_read(self) -> bool:
+        return self._found is not None
+
+
 @dataclass(frozen=True)
 class Decoding:
     """How to decode a topic's keys and values, with the schemas uploaded for it."""
 
     key_as: str = "auto"
     value_as: str = "auto"
-    key_schema: AvroSchema | None = None
-    value_schema: AvroSchema | None = None
-    schema_errors: tuple[str, ...] = ()
     # The cluster's schema registry, for records in its wire format (None: not asked, as in unit tests)
     registry: RecordDecoder | None = None
+    stored: StoredSchemas = field(default_factory=lambda: StoredSchemas(None, ""))
+
+    @property
+    def key_schema(self) -> AvroSchema | None:
+        return self.stored.read()[0].get("key")
+
+    @property
+    def value_schema(self) -> AvroSchema | None:
+        return self.stored.read()[0].get("value")
+
+    @property
+    def schema_errors(self) -> tuple[str, ...]:
+        return self.stored.read()[1]
+
+    @property
+    def schema_errors_met(self) -> tuple[str, ...]:
+        """The stored schemas' errors if anything has read them (a page says so only when they mattered)."""
+        return self.stored.read()[1] if self.stored.was_read else ()
 
 
 _decoders: dict[str, tuple[object, RecordDecoder]] = {}
@@ -110,24 +154,15 @@ def record_decoder(cluster: str) -> RecordDecoder:
         return kept[1]
 
 
-def decoding_for(cluster: str, topic: str, key_as: str = "auto", value_as: str = "auto") -> Decoding:
-    """The requested decodings plus the topic's stored Avro schemas (a stored schema that no longer parses
-    is reported, not raised)."""
-    schemas: dict[str, AvroSchema] = {}
-    errors = []
-    for stored in TopicSchema.objects.filter(cluster=cluster, topic=topic):
-        try:
-            schemas[stored.part] = parse_avro_schema(stored.schema)
-        except SchemaError as exc:
-            errors.append(f"The stored {stored.part} schema does not parse: {exc}")
-    return Decoding(
-        key_as=key_as,
-        value_as=value_as,
-        key_schema=schemas.get("key"),
-        value_schema=schemas.get("value"),
-        schema_errors=tuple(errors),
-        registry=record_decoder(cluster),
-    )
+def decoding_for(
+    cluster: str, topic: str, key_as: str = "auto", value_as: str = "auto", lazy: bool = False
+) -> Decoding:
+    """The requested decodings plus the topic's stored Avro schemas, read now, or (``lazy``: for a page drawn in
+    this thread) the first time a record needs them."""
+    stored = StoredSchemas(cluster, topic)
+    if not lazy:
+        stored.read()
+    return Decoding(key_as=key_as, value_as=value_as, registry=record_decoder(cluster), stored=stored)
 
 
 # One encoder for every preview: json.dumps with options builds a new one for each value.
@@ -149,26 +184,24 @@ def _one_line(line: str) -> str:
     return line if len(line) <= PREVIEW_LIMIT else line[:PREVIEW_LIMIT] + "…"
 
 
-def _listed(
-    raw: bytes | None,
-    decoding: str,
-    schema: AvroSchema | None,
-    limit: int,
-    registry: RecordDecoder | None = None,
-    subject: str | None = None,
-) -> tuple[Decoded, str]:
-    """A key or value as shown (``limit`` characters) with its preview. In a list (``limit`` up to LIST_LIMIT),
-    a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not the
-    pretty-printed form of a message's own page: printing that cost more than the rest of the row."""
+def _listed(raw: bytes | None, decoding: Decoding, part: str, limit: int, subject: str) -> tuple[Decoded, str]:
+    """A key or value (``part``) as shown (``limit`` characters) with its preview. In a list (``limit`` up to
+    LIST_LIMIT), a key or value "auto" reads as JSON keeps the one-line form its preview shows as its text, not
+    the pretty-printed form of a message's own page: printing that cost more than the rest of the row. The
+    topic's stored schema is looked up only for what can use it: "avro", or framed bytes in "auto"."""
+    as_ = decoding.key_as if part == "key" else decoding.value_as
     # A first byte 0 (the registry's wire format) is never JSON nor text to auto_data: straight to decode().
-    if limit <= LIST_LIMIT and decoding == "auto" and raw and raw[0] != 0:
+    if limit <= LIST_LIMIT and as_ == "auto" and raw and raw[0] != 0:
         kind, value = auto_data(raw)
         if kind == "json":
             line = _PREVIEW_JSON.encode(value)
             one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
             return one_line, _one_line(line)
+    schema = None
+    if raw and (as_ == "avro" or (as_ == "auto" and raw[0] == 0)):
+        schema = decoding.key_schema if part == "key" else decoding.value_schema
     listed = limit <= LIST_LIMIT
-    decoded = decode(raw, decoding, schema, limit=limit, registry=registry, subject=subject, one_line=listed)
+    decoded = decode(raw, as_, schema, limit=limit, registry=decoding.registry, subject=subject, one_line=listed)
     if listed and decoded.schema is not None and decoded.kind in SCHEMA_KINDS:
         return decoded, _one_line(decoded.text)  # already the one line its preview shows
     return decoded, preview(decoded, raw)
@@ -198,12 +231,8 @@ def show(cluster: str, message: Message, decoding: Decoding, limit: int = LIST_L
     """``message`` decoded as ``decoding`` says, each part cut at ``limit`` characters: LIST_LIMIT for a row of a
     list (where a JSON key or value's text is its one line: see _listed), DETAIL_LIMIT on its own page."""
     topic = message.topic
-    key, key_preview = _listed(
-        message.key, decoding.key_as, decoding.key_schema, limit, decoding.registry, f"{topic}-key"
-    )
-    value, value_preview = _listed(
-        message.value, decoding.value_as, decoding.value_schema, limit, decoding.registry, f"{topic}-value"
-    )
+    key, key_preview = _listed(message.key, decoding, "key", limit, f"{topic}-key")
+    value, value_preview = _listed(message.value, decoding, "value", limit, f"{topic}-value")
     return ShownMessage(
         message=message,
         key=key,

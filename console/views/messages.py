@@ -60,12 +60,13 @@ from console.present.schema_choices import produce_schemas
 from console.views.schemas import registry_answers, registry_status
 
 
-def _decoding(request: HttpRequest, cluster: str, topic: str) -> Any:
+def _decoding(request: HttpRequest, cluster: str, topic: str, lazy: bool = False) -> Any:
     return decoding_for(
         cluster,
         topic,
         choice_param(request, "key_as", DECODINGS, "auto"),
         choice_param(request, "value_as", DECODINGS, "auto"),
+        lazy=lazy,
     )
 
 
@@ -155,7 +156,7 @@ def _key_query(request: HttpRequest, required: bool = False) -> KeyQuery:
 def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> HttpResponse:
     conn = get_connection(cluster)
     query = _page_query(request)
-    decoding = _decoding(request, cluster, topic)
+    decoding = _decoding(request, cluster, topic, lazy=True)  # this view draws the page in its own thread
     page = query.read(conn, topic, partition)
     masker = masker_for(request.user, cluster, topic)
     shown = [show(cluster, masker.message(m), decoding) for m in page.messages]
