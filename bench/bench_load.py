@@ -502,7 +502,7 @@ class Progress:
             await asyncio.sleep(self.every_s)
             rss = self.memory.samples[-1][2] if self.memory.samples else {}
             names = self.memory.names
-            errors = Counter(a.error for a in self.answers if a.error)
+            errors = Counter(f"{a.error} on {a.kind}" for a in self.answers if a.error)
             dropped = dict(
                 Counter(w.error or f"closed_{w.close_code}" for w in self.watchers if w.disconnected or w.error)
             )
@@ -615,13 +615,17 @@ def http_figures(answers: list[Answer], throughput: bool = True) -> dict[str, An
     errors = sum(1 for a in answers if a.error)
     # What the console served per second, from the first request due to the last answer: below the rate
     # once it cannot keep up.
-    span = max(a.due + a.latency_s for a in answers) - min(a.due for a in answers)
+    first_due = min(a.due for a in answers)
+    span = max(a.due + a.latency_s for a in answers) - first_due
     answered = {"answered_per_s": round((len(answers) - errors) / span, 1)} if throughput and span > 0 else {}
     return {
         "requests": len(answers),
         **answered,
         "errors": errors,
         "errors_by_kind": dict(Counter(a.error for a in answers if a.error)),
+        # Which requests failed (the page or API asked) and when, in seconds from the first request due.
+        "errors_by_request": dict(Counter(f"{a.error} on {a.kind}" for a in answers if a.error)),
+        "error_times_s": sorted(round(a.due - first_due, 1) for a in answers if a.error)[:50],
         "p50_ms": round(percentile(ms, 50), 1),
         "p95_ms": round(percentile(ms, 95), 1),
         "p99_ms": round(percentile(ms, 99), 1),
