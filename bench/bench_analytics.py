@@ -17,6 +17,10 @@ BENCH_ANALYTICS_EVENTS), in one run:
 - **kafka-python**: one Python process reads the topic with kafka-python and computes PV/UU and CTR
   in memory (``json`` and dicts of sets); its figures are compared with the job's, so the bench also
   checks that the job's results are exact;
+- **connect**: the job and the two reports again, through a Spark Connect server (``analytics.server``,
+  started once for the run, warmed up, the way ``make run`` runs jobs) from a session of its own, over the
+  same topic: ``ratio_<size>_connect_job_to_job`` is its rate over the local session's (set
+  BENCH_ANALYTICS_CONNECT=0 to leave it out);
 - **perf test**: Kafka's own ``kafka-consumer-perf-test`` (org.apache.kafka.tools.ConsumerPerformance
   from the jars the cluster runs) reads the topic: the floor of reading at all.
 
@@ -29,24 +33,28 @@ The figures the aim is stated in: ``ratio_<size>_job_time_to_count_time`` (aim: 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
 from bench.bench_backfill import bootstrap, fresh_topic
-from bench.common import BENCH_VAR, write_result
+from bench.common import BENCH_VAR, SLOT, write_result
 from broker.demo import web
 from broker.local.launcher import JARS, check_java
 from broker.messages.ranges import TopicRanges
 
+CONNECT = os.environ.get("BENCH_ANALYTICS_CONNECT", "1") != "0"
+CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
+SPARK_PORT = 15302 + 10 * SLOT  # beside the report_time benchmark's (15202) and the tests' (15102)
 COUNTS = tuple(int(n) for n in os.environ.get("BENCH_ANALYTICS_EVENTS", "1000000,10000000").split(",") if n)
 SPAN_MS = 24 * 3600 * 1000
 USERS = 100_000
@@ -295,8 +303,54 @@ def same_results(results: list[Any], baseline: dict[str, Any]) -> dict[str, bool
     }
 
 
+class Connected:
+    """A session on the run's Spark Connect server. PySpark decides per call whether it builds Connect's or a
+    classic session's columns from the process's environment (SPARK_CONNECT_MODE_ENABLED), which a Connect
+    session sets: that environment is kept aside and put back only while this session is used, so the local
+    session's measurements run as in a process of their own."""
+
+    def __init__(self, remote: str) -> None:
+        from analytics.spark import connect_session
+
+        before = {k: os.environ.get(k) for k in CONNECT_ENV}
+        self.session, self.session_s = timed(lambda: connect_session(remote))
+        self.env = {k: os.environ[k] for k in CONNECT_ENV if k in os.environ}
+        _put_back(before)
+
+    @contextlib.contextmanager
+    def used(self) -> Iterator[Any]:
+        before = {k: os.environ.get(k) for k in CONNECT_ENV}
+        os.environ.update(self.env)
+        try:
+            yield self.session
+        finally:
+            _put_back(before)
+
+    def stop(self) -> None:
+        with self.used() as session, contextlib.suppress(Exception):
+            session.stop()
+
+
+def _put_back(env: dict[str, str | None]) -> None:
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def through_connect(connected: Connected, fn: Callable[[Any], T]) -> tuple[T, float]:
+    with connected.used() as session:
+        return timed(lambda: fn(session))
+
+
 def one_size(
-    spark: Any, admin: KafkaAdminClient, replicas: int, count: int, warm_up: bool
+    spark: Any,
+    admin: KafkaAdminClient,
+    replicas: int,
+    count: int,
+    warm_up: bool,
+    connected: Connected | None = None,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Every measurement over a fresh topic of ``count`` events; returns (details, summary figures)."""
     from analytics.source import kafka_options
@@ -322,6 +376,16 @@ def one_size(
         results, job_s = timed(lambda: job(spark, topic, kafka, ranges))
         _, pv_uu_s = timed(lambda: separately(spark, topic, kafka, ranges, "pv_uu"))
         _, ctr_s = timed(lambda: separately(spark, topic, kafka, ranges, "ctr"))
+        remote: dict[str, Any] = {}
+        if connected is not None:
+            if warm_up:
+                remote["warm_up_s"] = round(through_connect(connected, lambda c: job(c, topic, kafka, ranges))[1], 2)
+            found, remote["job_s"] = through_connect(connected, lambda c: job(c, topic, kafka, ranges))
+            _, remote["pv_uu_alone_s"] = through_connect(
+                connected, lambda c: separately(c, topic, kafka, ranges, "pv_uu")
+            )
+            _, remote["ctr_alone_s"] = through_connect(connected, lambda c: separately(c, topic, kafka, ranges, "ctr"))
+            remote["same_rows_as_local"] = [r.rows for r in found] == [r.rows for r in results]
         baseline, baseline_s = timed(lambda: kafka_python_reports(ranges))
         perf = consumer_perf_test(topic, ranges.records)
     finally:
@@ -356,6 +420,17 @@ def one_size(
         "perf_test": perf,
         "same_results_as_kafka_python": same_results(results, baseline),
         "rows": {"pv_uu": len(pv_uu.rows), "ctr": len(results[1].rows)},
+        "connect": {
+            **{k: round(v, 2) if isinstance(v, float) else v for k, v in remote.items()},
+            **(
+                {
+                    "job_events_per_s": rate(records, remote["job_s"]),
+                    "separately_events_per_s": rate(records, remote["pv_uu_alone_s"] + remote["ctr_alone_s"]),
+                }
+                if remote
+                else {}
+            ),
+        },
         "warm_up_s": {k: round(v, 2) for k, v in warm.items()},
     }
     summary = {
@@ -373,10 +448,15 @@ def one_size(
         ),
         f"ratio_{name}_count_to_perf_test": round(records / count_s / perf["fetch_records_per_s"], 3),
     }
+    if remote:
+        summary[f"connect_job_{name}_events_per_s"] = rate(records, remote["job_s"])
+        summary[f"connect_separately_{name}_events_per_s"] = details["connect"]["separately_events_per_s"]
+        summary[f"ratio_{name}_connect_job_to_job"] = round(job_s / remote["job_s"], 2)
     return details, summary
 
 
 def run(counts: tuple[int, ...] = COUNTS) -> dict[str, Any]:
+    from analytics import server
     from analytics.spark import SparkSettings, start_session
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap(), bootstrap_timeout_ms=10_000, request_timeout_ms=60_000)
@@ -385,12 +465,26 @@ def run(counts: tuple[int, ...] = COUNTS) -> dict[str, Any]:
     spark, session_s = timed(lambda: start_session(settings))
     sizes: dict[str, Any] = {}
     figures: dict[str, Any] = {}
+    connected: Connected | None = None
+    server_s = 0.0
+    server_data = BENCH_VAR / "spark-connect"
     try:
+        if CONNECT:
+            state, server_s = timed(
+                lambda: server.start(
+                    server_data, port=SPARK_PORT, settings=SparkSettings(ui=False), echo=lambda _: None
+                )
+            )
+            connected = Connected(state.remote(server_data.resolve()))
         for i, count in enumerate(counts):
-            details, summary = one_size(spark, admin, replicas, count, warm_up=i == 0)
+            details, summary = one_size(spark, admin, replicas, count, warm_up=i == 0, connected=connected)
             sizes[label(count)] = details
             figures.update(summary)
     finally:
+        if connected is not None:
+            connected.stop()
+        if CONNECT:
+            server.stop(server_data, echo=lambda _: None)
         spark.stop()
         admin.close()
     result = {
@@ -400,6 +494,7 @@ def run(counts: tuple[int, ...] = COUNTS) -> dict[str, Any]:
         "spark_master": settings.master,
         "spark_shuffle_partitions": settings.shuffle_partitions,
         "spark_session_start_s": round(session_s, 2),
+        **({"connect_server_start_s": round(server_s, 2)} if CONNECT else {}),
         **figures,
         "sizes": sizes,
     }
