@@ -11,6 +11,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from console.present import units
+
 register = template.Library()
 
 
@@ -153,3 +155,13 @@ def quorum_address(quorum: Any, node_id: int) -> str | None:
 def quorum_silent(quorum: Any, replica: Any) -> bool:
     """Whether the quorum leader has not heard from this replica lately."""
     return bool(quorum.silent(replica))
+
+
+@register.simple_tag
+def config_value(name: str, value: str | None) -> SafeString:
+    """A config value for people (7 d, 1 GiB, unlimited) with the raw value on hover, or the raw value alone
+    when it reads as well (console/present/units.py)."""
+    human = units.config_value(name, value)
+    if human is None:
+        return format_html('<span class="mono">{}</span>', value)
+    return format_html('<span class="mono" title="{}" data-raw="{}">{}</span>', value, value, human)
