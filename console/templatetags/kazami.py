@@ -85,6 +85,17 @@ def iso_epoch_ms(iso: str) -> int:
 
 
 @register.filter
+def as_text(value: Any) -> str:
+    """A parameter or an offset as people read it: text as it is, numbers as written, and structures (a
+    connector's source partition, a list of names) as compact JSON rather than Python's repr."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list | tuple):
+        return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, default=str)
+    return str(value)
+
+
+@register.filter
 def to_json(value: Any) -> str:
     """A value of a query's row (an object, a list) as compact JSON text."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)

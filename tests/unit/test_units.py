@@ -78,3 +78,16 @@ def test_the_tag_keeps_the_raw_value_on_hover() -> None:
     assert html == '<span class="mono" title="604800000" data-raw="604800000">7 d</span>'
     plain = Template("{% load kazami %}{% config_value n v %}").render(Context({"n": "cleanup.policy", "v": "<x>"}))
     assert plain == '<span class="mono">&lt;x&gt;</span>'
+
+
+def test_parameters_and_offsets_read_as_json_not_python() -> None:
+    render = Template("{% load kazami %}{{ v|as_text }}").render
+    assert (
+        render(Context({"v": {"filename": "/tmp/a", "n": 1}}))
+        == "{&quot;filename&quot;: &quot;/tmp/a&quot;, &quot;n&quot;: 1}"
+    )
+    assert render(Context({"v": ["a", "b"]})) == "[&quot;a&quot;, &quot;b&quot;]"
+    assert render(Context({"v": True})) == "true"
+    assert render(Context({"v": None})) == "null"
+    assert render(Context({"v": "text as is"})) == "text as is"
+    assert render(Context({"v": 42})) == "42"
