@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 
 from broker.decode import SCHEMA_KINDS, RecordDecoder, auto_data, decode
 from broker.messages.log import Message, PassOver
+from broker.messages.masking import NO_MASKING, Masker
 from broker.messages.query import Query
 from broker.messages.query_terms import _And, _Compare, _Literal, _Node, _Or
 from broker.schemas import wire
@@ -263,3 +264,16 @@ def _certain_text(literal: _Literal) -> str | None:
     if text.strip().lower() in ("true", "false", "null") or set(text) <= _NUMBER_TEXT or "\ufffd" in text:
         return None
     return text
+
+
+def predicate_for(
+    query: Query, masker: Masker = NO_MASKING, registry: RecordDecoder | None = None
+) -> Callable[[Message], bool]:
+    """Whether a message matches ``query``, as the user is shown it: masked by ``masker``, so a search
+    cannot find what masking hides from the user; records in a schema registry's wire format read with
+    ``registry``. The filter decodes only what it reads of each message."""
+    if not query.source.strip():
+        return lambda _m: True
+    if not masker.active:
+        return lambda m: query.matches(LazyView(m, registry))
+    return lambda m: query.matches(LazyView(masker.message(m), registry))

@@ -31,10 +31,9 @@ from broker.client.connection import ClusterConnection
 from broker.decode import RecordDecoder
 from broker.errors import InvalidInput, KazamiError
 from broker.messages import read as messages
-from broker.messages.filtering import LazyView, probe_for
-from broker.messages.log import Message
+from broker.messages.filtering import predicate_for, probe_for
 from broker.messages.masking import NO_MASKING, Masker
-from broker.messages.query import Query, parse_query
+from broker.messages.query import parse_query
 from broker.messages.scan import ScanProgress, plan_scan, scan
 from broker.times import parse_time
 from console.config.clusters import get_connection
@@ -119,19 +118,6 @@ def search_spec_from(values: Mapping[str, Any]) -> SearchSpec:
         max_matches=_int(values, "max_matches", DEFAULT_MAX_MATCHES, 1, MAX_MATCHES_LIMIT) or DEFAULT_MAX_MATCHES,
         isolation=messages.check_isolation(str(values.get("isolation") or "")),
     )
-
-
-def predicate_for(
-    query: Query, masker: Masker = NO_MASKING, registry: RecordDecoder | None = None
-) -> Callable[[Message], bool]:
-    """Whether a message matches ``query``, as the user is shown it: masked by ``masker``, so a search
-    cannot find what masking hides from the user; records in a schema registry's wire format read with
-    ``registry``. The filter decodes only what it reads of each message."""
-    if not query.source.strip():
-        return lambda _m: True
-    if not masker.active:
-        return lambda m: query.matches(LazyView(m, registry))
-    return lambda m: query.matches(LazyView(masker.message(m), registry))
 
 
 def _has_registry(registry: RecordDecoder | None) -> bool:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlencode
 
+from django.http import HttpResponse
+
 from broker.errors import InvalidInput
 from console.params import choice_param, int_param
+from console.present import spreadsheet
 
 T = TypeVar("T")
 PER_PAGE_CHOICES = (25, 50, 100, 200)
@@ -27,6 +31,14 @@ class Listing(Generic[T]):
     query: str
     params: dict[str, str]  # the current query string, to build links that change one thing
     labels: dict[str, str]  # column key -> header text, in table order
+    # Every row that passed the filter, sorted, not paged, and the columns' values: what its CSV holds.
+    everything: list[T] = field(default_factory=list, repr=False)
+    columns: dict[str, Callable[[T], Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def csv_link(self) -> str | None:
+        """This list (its filter and sort, every page) as CSV; None for a list that has no columns to give."""
+        return self.link(format="csv", page="", per_page="") if self.columns else None
 
     @property
     def headers(self) -> list[dict[str, Any]]:
@@ -76,10 +88,12 @@ def make_listing(
     default_sort: str,
     labels: dict[str, str],
     extra: dict[str, str] | None = None,
+    exportable: bool = False,
 ) -> Listing[T]:
     """Rows whose ``search`` text contains ?q (case-insensitive), sorted by ?sort/?dir, page ?page of ?per_page.
 
     None sorts last whatever the direction. Raises InvalidInput for an unknown column or a bad number.
+    ``exportable``: the columns' values are what a CSV of the list holds (the pager then links to it).
     """
     query = params.get("q", "").strip()
     sort = choice_param(params, "sort", tuple(columns), default_sort)
@@ -108,4 +122,28 @@ def make_listing(
         query=query,
         params=params,
         labels=labels,
+        everything=ordered,
+        columns=dict(columns) if exportable else {},
     )
+
+
+def wants_csv(params: Mapping[str, str]) -> bool:
+    """``?format=csv``: the list as a CSV file rather than a page."""
+    return params.get("format") == "csv"
+
+
+def csv_download(listing: Listing[Any], filename: str) -> HttpResponse:
+    """``listing`` (every filtered row, sorted) as a CSV attachment named ``filename``."""
+    return csv_file(listing.columns, listing.everything, filename)
+
+
+def csv_file(columns: dict[str, Callable[[T], Any]], rows: Iterable[T], filename: str) -> HttpResponse:
+    """``rows`` (an iterator over a query of any size is read once) as a CSV attachment, a column per
+    ``columns`` (its key the header), safe to open in a spreadsheet."""
+    out = io.StringIO()
+    writer = spreadsheet.writer(out)
+    writer.writerow(list(columns))
+    writer.writerows([get(row) for get in columns.values()] for row in rows)
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

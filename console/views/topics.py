@@ -26,7 +26,7 @@ from console.forms import (
     body_form,
 )
 from console.params import is_htmx
-from console.present.listing import make_listing
+from console.present.listing import csv_download, make_listing, wants_csv
 from console.present.schema_choices import topic_schemas
 
 COLUMNS: dict[str, Any] = {
@@ -74,7 +74,10 @@ def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
         default_sort="name",
         labels=LABELS,
         extra={"internal": "1" if internal else ""},
+        exportable=True,
     )
+    if wants_csv(request.GET):
+        return csv_download(listing, f"{cluster}-topics.csv")
     context = {"cluster": cluster, "listing": listing, "internal": internal, "all_count": len(rows)}
     template = "topics/_table.html" if is_htmx(request) else "topics/list.html"
     return render(request, template, context)

@@ -3,6 +3,8 @@ clusters, CSRF, the audit log, websockets' session check, anonymous reading and 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
 from collections.abc import Callable
@@ -380,9 +382,17 @@ def test_a_page_form_change_is_audited_with_its_parameters_and_result() -> None:
     page = logged_in("viewer").get("/audit/", {"user": "olga"}).content.decode()
     assert "message.produce" in page
     assert "value_bytes = 5" in page
+    assert "headers = [&quot;trace&quot;]" in page  # JSON, not Python's ['trace']
     api = logged_in("viewer").get("/api/audit/", {"outcome": "done"}).json()
     assert api["total"] == 1
     assert api["entries"][0]["user"] == "olga"
+    exported = logged_in("viewer").get("/audit/", {"user": "olga", "format": "csv"})
+    assert exported["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(exported.content.decode())))
+    assert [(r["user"], r["action"], r["target"], r["outcome"]) for r in rows] == [
+        ("olga", "message.produce", context["topic"], "done")
+    ]
+    assert json.loads(rows[0]["params"]) == entry.params
 
 
 def test_a_failed_change_is_audited_as_failed_with_kafkas_reason() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from collections import Counter
 from typing import Any
@@ -86,6 +88,17 @@ def test_the_page_filters_sorts_and_paginates(client: Client) -> None:
     assert re.findall(rf"({prefix}-\d)</a>", second) == [f"{prefix}-1"]
     swapped = client.get("/clusters/local/topics/", {"q": prefix}, HTTP_HX_REQUEST="true").content.decode()
     assert swapped.lstrip().startswith('<section id="topics-table">')
+
+    # The pager's CSV link: the same filter and sort, every page, as a spreadsheet opens it.
+    link = re.search(r'<a href="([^"]+)" class="csv-link"', html)
+    assert link is not None
+    csv_page = client.get("/clusters/local/topics/" + link.group(1).replace("&amp;", "&"))
+    assert csv_page.status_code == 200
+    assert csv_page["Content-Type"].startswith("text/csv")
+    assert 'filename="local-topics.csv"' in csv_page["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(csv_page.content.decode())))
+    assert rows[0][:4] == ["name", "partitions", "replication", "messages"]
+    assert [(r[0], r[3]) for r in rows[1:]] == [(f"{prefix}-0", "5"), (f"{prefix}-2", "3"), (f"{prefix}-1", "1")]
 
 
 def test_bad_list_parameters_are_400_with_the_reason(client: Client) -> None:
