@@ -221,9 +221,8 @@ def run_profile(
     from analytics.formats import decode
     from analytics.runner import collect
     from analytics.source import read_range
-    from broker.messages.ranges import TopicRanges
 
-    mine = TopicRanges([p for p in ranges.partitions if p.topic == topic], ranges.first_time_ms)
+    mine = ranges.only(topic)
     partitions = sorted({p.partition for p in mine.partitions})
     if not mine.records:
         result = shape_result([], partitions)

@@ -330,12 +330,11 @@ def run_sql(
     says when there were more), stopped after ``timeout_s`` seconds. Raises JobCancelled, JobFailed."""
     from analytics.runner import JobCancelled, JobFailed, JobResult, collect
     from analytics.source import read_range
-    from broker.messages.ranges import TopicRanges
 
     for key, value in SESSION_SETTINGS.items():
         spark.conf.set(key, value)
     for topic in query.topics:
-        mine = TopicRanges([p for p in ranges.partitions if p.topic == topic], ranges.first_time_ms)
+        mine = ranges.only(topic)
         if mine.records:
             records = read_range(spark, {**kafka, "includeHeaders": "true"}, mine, from_ms, to_ms)
             view = topic_table(records, formats, topic, schemas.get(topic))

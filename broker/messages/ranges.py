@@ -53,6 +53,10 @@ class TopicRanges:
     def ending(self) -> dict[str, dict[str, int]]:
         return _by_topic(self.partitions, lambda p: p.end)
 
+    def only(self, topic: str) -> TopicRanges:
+        """The ranges of ``topic`` alone (the first record time stays the whole range's)."""
+        return TopicRanges([p for p in self.partitions if p.topic == topic], self.first_time_ms)
+
 
 def _by_topic(parts: list[PartitionRange], pick: Callable[[PartitionRange], int]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
