@@ -190,7 +190,7 @@ def test_zookeeper_or_a_clear_refusal(kafka_cluster: Any) -> None:
         return
     client = admin()
     try:
-        brokers = sorted(str(b["node_id"]) for b in client.describe_cluster()["brokers"])
+        brokers = sorted(str(b["broker_id"]) for b in client.describe_cluster()["brokers"])
     finally:
         client.close()
     ids = answer("zk", "ls", "/brokers/ids")
