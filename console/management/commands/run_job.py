@@ -11,6 +11,9 @@ from console.background.job_process import run_job_process
 
 
 class Command(BaseCommand):
+    # Django's system checks (URLs, templates, models) were checked by the console that started this process:
+    # run again they add to every job's start.
+    requires_system_checks = ()
     help = "Run one queued analytics job (started by the console; not meant to be run by hand)."
 
     def add_arguments(self, parser: CommandParser) -> None:
