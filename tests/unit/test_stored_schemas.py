@@ -50,10 +50,13 @@ def test_binary_records_read_them_once(django_assert_num_queries: Any) -> None:
 def test_a_schema_that_no_longer_parses_is_told_when_it_mattered() -> None:
     TopicSchema.objects.create(cluster="local", topic="points", part="value", schema='{"type": "recrd"}')
     decoding = decoding_for("local", "points", lazy=True)
-    assert decoding.schema_errors_met == ()
+    before: tuple[str, ...] = decoding.schema_errors_met
+    assert before == ()
     assert decoding.value_schema is None
-    assert decoding.schema_errors_met == decoding.schema_errors
-    assert list(decoding.schema_errors)[0].startswith("The stored value schema does not parse")
+    errors: tuple[str, ...] = decoding.schema_errors
+    assert len(errors) == 1
+    assert errors[0].startswith("The stored value schema does not parse")
+    assert decoding.schema_errors_met == errors
     eager = decoding_for("local", "points")  # read at once, for callers in other threads
     assert eager.stored.was_read
-    assert eager.schema_errors_met == decoding.schema_errors
+    assert eager.schema_errors_met == errors
