@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from broker.decode import Decoded, RecordDecoder, decode, wire_value
 from broker.messages.log import Message
+from console.present import units
 
 LINE_LIMIT = 160  # characters of a key or value on a record's one line
 WHOLE_LIMIT = 1_000_000  # characters of a key or value shown whole (get)
@@ -22,15 +23,8 @@ def number(value: int | None) -> str:
 
 
 def size(value: int | None) -> str:
-    """Bytes as people read them: 512 B, 3.2 KiB, 100 MiB."""
-    if value is None:
-        return EMPTY
-    amount = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(amount) < 1024 or unit == "TiB":
-            return f"{int(amount)} {unit}" if unit == "B" else f"{amount:.1f} {unit}".replace(".0 ", " ")
-        amount /= 1024
-    return f"{value} B"  # not reached
+    """Bytes as the pages write them (console/present/units.py): 512 B, 1.50 KiB, 100 MiB."""
+    return EMPTY if value is None else units.size(value)
 
 
 def when(ms: int | None) -> str:

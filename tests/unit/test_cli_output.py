@@ -17,7 +17,7 @@ from console.cli.commands import exit_code, main
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [(None, "-"), (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"), (104_857_600, "100 MiB")],
+    [(None, "-"), (0, "0 B"), (1023, "1,023 B"), (1024, "1 KiB"), (1536, "1.50 KiB"), (104_857_600, "100 MiB")],
 )
 def test_sizes_for_people(value: int | None, shown: str) -> None:
     assert output.size(value) == shown
