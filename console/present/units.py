@@ -71,10 +71,11 @@ def config_value(name: str, value: str | None) -> str | None:
     number = int(text)
     if number == LONG_MAX:
         return UNLIMITED
-    base = name.split(".", 1)[1] if name.startswith(("local.", "remote.")) else name
-    if number == -1 and (name in _NO_LIMIT_AT_MINUS_ONE or base in _NO_LIMIT_AT_MINUS_ONE):
+    local = name.startswith(("local.", "log.local."))  # tiered storage's local part: the topic's, the broker's
+    base = name.replace("local.", "", 1) if local else name
+    if number == -1 and base in _NO_LIMIT_AT_MINUS_ONE:
         return UNLIMITED
-    if number == -2 and name.startswith("local.") and base in _NO_LIMIT_AT_MINUS_ONE:
+    if number == -2 and local and base in _NO_LIMIT_AT_MINUS_ONE:
         return f"as {base}"
     if number < 0:
         return None

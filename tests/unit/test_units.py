@@ -54,6 +54,8 @@ def test_sizes(n: int, shown: str) -> None:
         ("retention.ms", "-1", "unlimited"),
         ("retention.bytes", "-1", "unlimited"),
         ("local.retention.ms", "-2", "as retention.ms"),
+        ("log.local.retention.bytes", "-2", "as log.retention.bytes"),
+        ("log.retention.bytes", "-1", "unlimited"),
         ("segment.bytes", "1073741824", "1 GiB"),
         ("max.message.bytes", "1048588", "1.00 MiB"),
         ("log.cleaner.delete.retention.ms", "86400000", "1 d"),
