@@ -118,11 +118,23 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
     assert registry.RegistryState.load(tmp_path) is None  # nothing was started or recorded
 
 
+def free_port_pair() -> int:
+    """A port N with N + 1 free too: the registry listens on both, and a taken N + 1 is refused first."""
+    for _ in range(50):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except (OSError, OverflowError):
+                continue
+            return port
+    raise AssertionError("no two free loopback ports side by side")
+
+
 def test_the_command_line_says_what_java_is_missing_without_a_traceback(tmp_path: Path) -> None:
     old = fake_jdk(tmp_path, "jdk-17", "17.0.15")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port_pair()
 
     command = ["-m", "broker.local", "--data", str(tmp_path / "data"), "start-registry", "--registry-port", str(port)]
     run = subprocess.run(
