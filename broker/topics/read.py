@@ -235,17 +235,25 @@ def partition_offsets(
     spec: Any,
     leaders: dict[TopicPartition, int],
     isolation: str = "read_uncommitted",
+    insist: bool = False,
 ) -> dict[TopicPartition, int]:
     """Offsets for ``tps`` in one request per leader; partitions that fail are left out, and so are those
     of silent leaders. When the answer times out, each leader is asked alone to find the silent one.
-    With ``isolation="read_committed"``, LATEST is the last stable offset."""
-    wanted = [tp for tp in tps if not conn.is_silent(leaders.get(tp, -1))]
+    With ``isolation="read_committed"``, LATEST is the last stable offset.
+
+    ``insist``: silent leaders are asked too, and one that does not answer is not asked twice. For a read
+    of one partition somebody asked for: a leader marked silent by another caller's time-out (a moment of
+    overload is enough) would otherwise fail that read at once, for SILENT_ROUNDS time-outs."""
+    wanted = tps if insist else [tp for tp in tps if not conn.is_silent(leaders.get(tp, -1))]
     if not wanted:
         return {}
     try:
         found = _ask_offsets(admin, wanted, spec, isolation)
     except SILENT_ERRORS:
-        pass
+        asked = {leaders.get(tp, -1) for tp in wanted}
+        if insist and len(asked) == 1:
+            conn.mark_silent(asked.pop())
+            return {}
     except kafka.errors.UnknownBrokerIdError:
         raise  # the client is out of date: the connection builds a new one
     except kafka.errors.KafkaError:
@@ -577,8 +585,11 @@ def get_topic_partitions(conn: ClusterConnection, topic: str, only: int | None =
             if p.get("leader_id", -1) >= 0 and (only is None or p["partition_index"] == only)
         ]
         leaders = topic_leaders(described)
-        starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
-        ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+        # One partition is read because somebody asked for it: its leader is asked even when another
+        # caller's time-out marked it silent (once: what did not answer then is not asked again).
+        one = only is not None
+        starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders, insist=one)
+        ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders, insist=one and bool(starts))
         return _build_partitions(described[0], starts, ends, {}, conn)
 
     return conn.reads.get(
