@@ -123,7 +123,7 @@ def free_port_pair() -> int:
     for _ in range(50):
         with socket.socket() as first, socket.socket() as second:
             first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
+            port = int(first.getsockname()[1])
             try:
                 second.bind(("127.0.0.1", port + 1))
             except (OSError, OverflowError):
