@@ -278,18 +278,6 @@ class ProduceForm(forms.Form):
             "message": (data.get(f"{part}_message") or "").strip() or None,
         }
 
-    # What the page keeps in the form after a message is sent: how the next one is written.
-    KEPT_AFTER_SEND = (
-        "key_format",
-        "value_format",
-        "key_subject",
-        "key_version",
-        "key_message",
-        "value_subject",
-        "value_version",
-        "value_message",
-    )
-
     @staticmethod
     def schema_body(body: dict[str, Any]) -> dict[str, Any]:
         """The API's body before the form reads it: a ``key_subject`` / ``value_subject`` without its format

@@ -47,6 +47,30 @@ class LagSample(models.Model):
         return f"{self.cluster}/{self.group} {self.topic}-{self.partition} @ {self.at:%H:%M:%S}"
 
 
+class ThroughputSample(models.Model):
+    """Messages and bytes written per second over one sampling interval (console/background/lag_sampler.py): for
+    the whole cluster (``kind`` cluster, ``name`` ""), one topic (``topic``) or one broker (``broker``, its id)."""
+
+    cluster = models.CharField(max_length=63)
+    kind = models.CharField(max_length=8)
+    name = models.CharField(max_length=249, blank=True, default="")
+    at = models.DateTimeField()
+    seconds = models.FloatField()  # the interval the rates were measured over, ending at ``at``
+    messages_per_s = models.FloatField()
+    bytes_per_s = models.FloatField(null=True)  # not known for this interval (a replica shrank, a leader moved)
+    disk_bytes = models.BigIntegerField(null=True)  # a broker's: what its replicas hold at the end of the interval
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["cluster", "kind", "at"], name="throughput_by_kind_time"),
+            models.Index(fields=["cluster", "kind", "name", "at"], name="throughput_by_name_time"),
+            models.Index(fields=["at"], name="throughput_by_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} {self.kind} {self.name} @ {self.at:%H:%M:%S}: {self.messages_per_s:.1f}/s"
+
+
 class ReplicationEvent(models.Model):
     """A change in a cluster's replication seen by the replication watch (console/background/replication_watch.py):
     broker registered or gone, controller changed, leader changed, ISR shrank or expanded."""

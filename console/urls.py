@@ -45,6 +45,7 @@ urlpatterns = [
     path(CLUSTER, cluster_views.cluster_overview, name="cluster-overview"),
     # Topics
     path(CLUSTER + "quorum/", cluster_views.quorum, name="quorum"),
+    path(CLUSTER + "throughput/", cluster_views.cluster_throughput, name="cluster-throughput"),
     path(CLUSTER + "replication/", cluster_views.replication, name="replication"),
     path(CLUSTER + "reassign/", reassign.page, name="reassign"),
     path(CLUSTER + "reassign/plan.json", reassign.plan_file, name="reassign-plan-file"),
@@ -75,6 +76,8 @@ urlpatterns = [
     path(TOPIC + "delete/", topics.topic_delete, name="topic-delete"),
     path(TOPIC + "acls/", acl_views.topic_acls, name="topic-acls"),
     # Messages
+    path(TOPIC + "messages/", messages.topic_messages, name="topic-messages"),
+    path(TOPIC + "consumers/", topics.topic_consumers_part, name="topic-consumers"),
     path(PARTITION, messages.browse, name="messages-browse"),
     path(PARTITION + "offsets/<int64:offset>/", messages.detail, name="message-detail"),
     path(TOPIC + "find-key/", messages.find_key, name="topic-find-key"),
@@ -191,6 +194,7 @@ urlpatterns = [
     path(f"api/{TOPIC}produce/", messages.api_produce, name="api-produce"),
     path(f"api/{TOPIC}find-key/", messages.api_find_key, name="api-find-key"),
     path(f"api/{TOPIC}search/", messages.api_search, name="api-search"),
+    path(f"api/{TOPIC}messages/", messages.api_topic_messages, name="api-topic-messages"),
     path(f"api/{PARTITION}messages", messages.api_messages, name="api-messages"),
     path(f"api/{PARTITION}messages/", messages.api_messages),
     path(f"api/{PARTITION}messages/<int64:offset>", messages.api_message, name="api-message"),

@@ -192,6 +192,11 @@ class ClusterConnection:
                 self._background = other
             return self._background
 
+    @property
+    def known_mode(self) -> str | None:
+        """``kraft`` or ``zookeeper`` once learnt (see mode()), without asking: None before."""
+        return self._mode
+
     def mode(self) -> str | None:
         """``kraft`` or ``zookeeper``, learnt from the API versions the bootstrap broker gave the admin client
         (no request of its own: a KRaft broker lists DescribeQuorum, a ZooKeeper-mode one does not); None

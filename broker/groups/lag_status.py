@@ -92,6 +92,11 @@ _SEVERITY: dict[str, int] = {
 _GROUP_ERRORS = frozenset({Status.STOP.value, Status.STALL.value, Status.REWIND.value})
 
 
+def severity(status: str) -> int:
+    """How bad a partition status is, for picking the worst of several: OK and NOT_EVALUATED 0 up to STOP 4."""
+    return _SEVERITY.get(status, 0)
+
+
 @dataclass(frozen=True)
 class Observation:
     """One sample of one partition of one group."""

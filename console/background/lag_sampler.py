@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from broker.errors import KazamiError
 from broker.groups.lag import GroupLag, get_groups
+from console.background import throughput
 from console.config.clusters import get_configs, get_connection
 from console.models import LagSample, Lease
 from console.present.lag import verdicts
@@ -106,6 +107,7 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
         try:
             if acquire():
                 sample_once()
+                throughput.sample_once()
         except Exception:
             log.exception("lag sampler round failed")
         stop.wait(settings.KAZAMI_LAG_SAMPLE_INTERVAL)

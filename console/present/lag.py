@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from broker.groups.lag import GroupLag
-from broker.groups.lag_status import GroupVerdict, Observation, Rules, evaluate_group
+from broker.groups.lag_status import GroupVerdict, Observation, Rules, evaluate_group, severity
 from console.models import LagSample
 
 RANGES = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24)}
@@ -84,3 +85,58 @@ def history_series(cluster: str, group: str, window: str) -> dict[str, Any]:
         "total": [totals[t] for t in times],
         "partitions": {name: [values.get(t) for t in times] for name, values in sorted(per.items())},
     }
+
+
+@dataclass(frozen=True)
+class TopicConsumer:
+    """A group with committed offsets on a topic: its lag there (summed over the topic's partitions), the age of
+    its oldest unread record there, and the worst status of those partitions."""
+
+    group_id: str
+    state: str
+    members: int
+    partitions: int  # of the topic, with an offset of the group
+    lag: int | None  # None when no partition's lag is known
+    lag_ms: int | None
+    status: str
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "state": self.state,
+            "members": self.members,
+            "partitions": self.partitions,
+            "lag": self.lag,
+            "lag_ms": self.lag_ms,
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+def topic_consumers(cluster: str, groups: list[GroupLag], topic: str) -> list[TopicConsumer]:
+    """The groups of ``groups`` (one listing of every group: the batched read the groups page makes) that have
+    committed offsets on ``topic``, the most behind first."""
+    reading = [g for g in groups if any(p.topic == topic and p.committed is not None for p in g.partitions)]
+    judged = verdicts(cluster, reading)
+    found = []
+    for g in reading:
+        mine = [p for p in g.partitions if p.topic == topic and p.committed is not None]
+        lags = [p.lag for p in mine if p.lag is not None]
+        ages = [p.lag_ms for p in mine if p.lag_ms is not None]
+        marks = [v for v in judged[g.group_id].partitions if v.topic == topic]
+        worst = max(marks, key=lambda v: (severity(v.status), v.current_lag or 0), default=None)
+        found.append(
+            TopicConsumer(
+                group_id=g.group_id,
+                state=g.state,
+                members=len(g.members),
+                partitions=len(mine),
+                lag=sum(lags) if lags else None,
+                lag_ms=max(ages) if ages else None,
+                status=worst.status if worst is not None else "NOT_EVALUATED",
+                reason=worst.reason if worst is not None else "",
+            )
+        )
+    found.sort(key=lambda c: (-(c.lag or 0), c.group_id))
+    return found

@@ -1,6 +1,8 @@
-"""The sections of a cluster's pages, in the order the navigation shows them.
+"""The navigation every page draws: a cluster's pages in three groups (the cluster itself, its data, who may do
+what), in the order shown.
 
-A new page slots in by adding a Section here and a URL named ``cluster-<key>``.
+A new page slots in by adding a Section to a group here: its URL name, and the first words of the URL names of
+the pages under it (``topic`` for ``topic-detail``), which mark it current.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 from django.http import HttpRequest
 from django.urls import reverse
 
-from console.config.clusters import get_configs
+from broker.errors import UnknownCluster
+from console.config.clusters import get_configs, get_connection
 
 
 @dataclass(frozen=True)
@@ -20,20 +23,56 @@ class Section:
     key: str
     title: str
     url_name: str
+    heads: tuple[str, ...] = ()  # first words of the URL names of the pages under it
+    mode: str | None = None  # only on a cluster in this mode (zookeeper or kraft), when known
+    needs: str | None = None  # "admin", or a permission of console.access (shown only to who has it)
+    per_cluster: bool = True  # False: one page for every cluster (users, audit log)
 
 
-SECTIONS: list[Section] = [
-    Section("overview", "Overview", "cluster-overview"),
-    Section("quorum", "Controllers", "quorum"),
-    Section("replication", "Replication", "replication"),
-    Section("topics", "Topics", "topic-list"),
-    Section("groups", "Consumer groups", "group-list"),
-    Section("transactions", "Transactions", "transaction-list"),
-    Section("acls", "ACLs", "acl-list"),
-    Section("connectors", "Connect", "connector-list"),
-    Section("schemas", "Schemas", "schema-list"),
-    Section("analytics", "Analytics", "analytics-home"),
-]
+@dataclass(frozen=True)
+class Group:
+    title: str
+    sections: tuple[Section, ...]
+
+
+GROUPS: tuple[Group, ...] = (
+    Group(
+        "Cluster",
+        (
+            Section("overview", "Overview", "cluster-overview", ("cluster", "broker")),
+            Section("quorum", "Controllers", "quorum", mode="kraft"),
+            Section("zookeeper", "ZooKeeper", "zookeeper", ("zookeeper",), mode="zookeeper"),
+            Section("replication", "Replication", "replication", ("reassign",)),
+            Section("disks", "Disks", "disks", ("segment", "segments", "replica", "broker-logdirs")),
+            Section("configs", "Broker configs", "cluster-broker-configs", ("broker-configs",)),
+            Section("quotas", "Quotas", "quotas"),
+        ),
+    ),
+    Group(
+        "Data",
+        (
+            Section("topics", "Topics", "topic-list", ("topic", "messages", "message")),
+            Section("groups", "Groups", "group-list", ("group",)),
+            Section("transactions", "Transactions", "transaction-list", ("transaction",)),
+            Section("schemas", "Schemas", "schema-list", ("schema",)),
+            Section("connectors", "Connect", "connector-list", ("connector",)),
+            Section("analytics", "Analytics", "analytics-home", ("analytics",)),
+        ),
+    ),
+    Group(
+        "Security",
+        (
+            Section("acls", "ACLs", "acl-list", ("acl",)),
+            Section("scram", "SCRAM users", "acl-users"),
+            Section("masking", "Masking", "masking", needs="admin"),
+            Section("users", "Users", "users", ("user",), needs="manage_users", per_cluster=False),
+            Section("audit", "Audit log", "audit-log", ("audit",), per_cluster=False),
+        ),
+    ),
+)
+
+# Every section, by key: what marks a page's section current.
+SECTIONS = {s.key: s for g in GROUPS for s in g.sections}
 
 
 @dataclass(frozen=True)
@@ -41,24 +80,56 @@ class SectionLink:
     key: str
     title: str
     href: str
+    mode: str | None
+    needs: str | None
+
+
+@dataclass(frozen=True)
+class GroupLinks:
+    title: str
+    links: tuple[SectionLink, ...]
 
 
 @functools.lru_cache(maxsize=1024)
-def section_links(cluster: str) -> tuple[SectionLink, ...]:
-    """The sections of ``cluster`` with their addresses, worked out once per cluster name (every page draws
-    them; ten URL reversals a page were a tenth of a page of messages' time in templates)."""
-    return tuple(SectionLink(s.key, s.title, reverse(s.url_name, kwargs={"cluster": cluster})) for s in SECTIONS)
+def section_links(cluster: str) -> tuple[GroupLinks, ...]:
+    """The groups of ``cluster``'s sections with their addresses, worked out once per cluster name (every page
+    draws them; twenty URL reversals a page would cost a page of messages a fifth of its template time)."""
+    return tuple(
+        GroupLinks(
+            g.title,
+            tuple(
+                SectionLink(
+                    s.key,
+                    s.title,
+                    reverse(s.url_name, kwargs={"cluster": cluster} if s.per_cluster else None),
+                    s.mode,
+                    s.needs,
+                )
+                for s in g.sections
+            ),
+        )
+        for g in GROUPS
+    )
+
+
+def _known_mode(cluster: str) -> str | None:
+    """The cluster's mode as its connection learnt it (no request: None until the cluster answered once)."""
+    try:
+        return get_connection(cluster).known_mode
+    except UnknownCluster:  # the page says so itself
+        return None
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
-    """Template context: the sections, the configured cluster names and the current cluster."""
+    """Template context: the cluster whose sections the navigation shows (``{% section_nav %}`` draws them), its
+    mode as known, the configured cluster names, the current cluster and section."""
     match = getattr(request, "resolver_match", None)
     current = match.kwargs.get("cluster") if match else None
     clusters = list(get_configs())
-    # Pages outside a cluster (audit log, users) still lead back to the only cluster's sections.
-    sections_cluster = current or (clusters[0] if len(clusters) == 1 else None)
+    # Pages outside a cluster (audit log, users) still lead back to the only cluster's sections, or the first's.
+    sections_cluster = current if current in clusters else (clusters[0] if clusters else None)
     return {
-        "nav_sections": section_links(sections_cluster) if sections_cluster else (),
+        "nav_mode": _known_mode(sections_cluster) if sections_cluster else None,
         "nav_clusters": clusters,
         "nav_cluster": current,
         "nav_sections_cluster": sections_cluster,
@@ -67,12 +138,18 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=512)
 def _section_of(url_name: str | None) -> str | None:
-    """The section a page belongs to: its URL name's first word (``topic-detail`` -> topics)."""
+    """The section a page belongs to: its own URL name, else the longest of the sections' heads its URL name
+    starts with (``topic-detail`` -> topics, ``broker-configs`` -> configs)."""
     if not url_name:
         return None
-    head = url_name.split("-")[0]
-    for section in SECTIONS:
-        if section.key == head or section.key == head + "s" or section.url_name == url_name:
-            return section.key
-    return None
+    for s in SECTIONS.values():
+        if s.url_name == url_name:
+            return s.key
+    best: tuple[int, str] | None = None
+    for s in SECTIONS.values():
+        for head in s.heads:
+            if (url_name == head or url_name.startswith(head + "-")) and (best is None or len(head) > best[0]):
+                best = (len(head), s.key)
+    return best[1] if best else None

@@ -110,26 +110,31 @@ def reason_label(reason: str) -> str:
 
 
 @register.simple_tag
-def range_text(params: dict[str, Any]) -> str:
-    """A job's time range as "2026-11-23 10:00 – 11:00 UTC", "from the start to ..." or "everything"."""
+def range_text(params: dict[str, Any]) -> SafeString:
+    """A job's time range as "2026-11-23 10:00 – 11:00" in the viewer's time zone (each end a <time> the page's
+    script shows in local time, UTC on hover; UTC without it), "from the start to ..." or "everything"."""
 
-    def shown(ms: int | None) -> str:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M") if ms is not None else ""
+    def shown(ms: int) -> SafeString:
+        utc = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        return format_html('<time data-epoch-ms="{}" data-format="datetime" title="{} UTC">{} UTC</time>', ms, utc, utc)
 
     start, end = params.get("from_ms"), params.get("to_ms")
     offsets = params.get("offsets")
     if offsets:
         parts = ", ".join(f"{t}/{p}:{a}-{'' if b is None else b}" for t, p, a, b in offsets[:4])
-        return f"offsets {parts}{' …' if len(offsets) > 4 else ''}" + (
-            "" if start is None and end is None else f" within {range_text({'from_ms': start, 'to_ms': end})}"
+        within = (
+            ""
+            if start is None and end is None
+            else format_html(" within {}", range_text({"from_ms": start, "to_ms": end}))
         )
-    if start is None and end is None:
-        return "everything"
-    if start is None:
-        return f"up to {shown(end)} UTC"
-    if end is None:
-        return f"from {shown(start)} UTC"
-    return f"{shown(start)} – {shown(end)} UTC"
+        return format_html("offsets {}{}{}", parts, " …" if len(offsets) > 4 else "", within)
+    if start is not None and end is not None:
+        return format_html("{} – {}", shown(start), shown(end))
+    if end is not None:
+        return format_html("up to {}", shown(end))
+    if start is not None:
+        return format_html("from {}", shown(start))
+    return mark_safe("everything")
 
 
 @register.filter
@@ -176,3 +181,19 @@ def config_value(name: str, value: str | None) -> SafeString:
     if human is None:
         return format_html('<span class="mono">{}</span>', value)
     return format_html('<span class="mono" title="{}" data-raw="{}">{}</span>', value, value, human)
+
+
+@register.filter
+def bytes_rate(per_second: float | None) -> str:
+    """Bytes per second as people read them: 1536.0 -> "1.50 KiB/s"."""
+    if per_second is None:
+        return ""
+    return f"{units.size(round(per_second))}/s"
+
+
+@register.filter
+def size(n: Any) -> str:
+    """Bytes as every page writes them (console.present.units.size: "1.50 KiB", "100 MiB"); "—" for None."""
+    if n is None or n == "":
+        return "—"
+    return units.size(int(n))

@@ -1,15 +1,21 @@
 """Addresses every page draws, worked out once per process rather than once per page: the static files of the
-page's head and the tabs of a topic's pages (a page of messages spent a fifth of its template time on them)."""
+page's head, the tabs of a topic's pages (a page of messages spent a fifth of its template time on them) and the
+navigation's sections."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from html import escape
 from types import MappingProxyType
 
 from django import template
+from django.template import Context
 from django.templatetags.static import static
 from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
+
+from console.present.navigation import section_links
 
 register = template.Library()
 
@@ -17,6 +23,7 @@ register = template.Library()
 TOPIC_TABS = {
     "list": "topic-list",
     "topic": "topic-detail",
+    "messages": "topic-messages",
     "browse": "messages-browse",
     "key": "topic-find-key",
     "search": "topic-search",
@@ -51,3 +58,38 @@ def _topic_links(cluster: str, topic: str) -> Mapping[str, str]:
             kwargs["partition"] = "0"
         links[key] = reverse(name, kwargs=kwargs)
     return MappingProxyType(links)
+
+
+@register.simple_tag(takes_context=True)
+def section_nav(context: Context) -> SafeString:
+    """The navigation's groups of sections (console.present.navigation), the current one marked: what the
+    user may open on this cluster (its mode's sections; masking for admins, users for who manages them). Drawn
+    once per cluster, mode, role and current section, as every page draws it."""
+    cluster = context.get("nav_sections_cluster")
+    if not cluster:
+        return mark_safe("")
+    can = context.get("can")
+    manages_users = bool(can is not None and getattr(can, "manage_users", False))
+    return _section_nav(
+        cluster, context.get("nav_mode"), str(context.get("role") or ""), manages_users, context.get("nav_section")
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _section_nav(cluster: str, mode: str | None, role: str, manages_users: bool, current: str | None) -> SafeString:
+    groups = []
+    for group in section_links(cluster):
+        links = []
+        for s in group.links:
+            if (s.mode and mode and s.mode != mode) or (s.needs == "admin" and role != "admin"):
+                continue
+            if s.needs == "manage_users" and not manages_users:
+                continue
+            mark = ' aria-current="page"' if s.key == current else ""
+            links.append(f'<a href="{escape(s.href)}"{mark}>{escape(s.title)}</a>')
+        title = escape(group.title)
+        groups.append(
+            f'<div class="nav-group" role="group" aria-label="{title}">'
+            f'<span class="nav-group-title" aria-hidden="true">{title}</span> {" ".join(links)}</div>'
+        )
+    return mark_safe('<nav class="sections" aria-label="Sections">' + "".join(groups) + "</nav>")  # noqa: S308

@@ -40,15 +40,24 @@ def message_cell(decoded: Decoded, text: str, is_value: bool = False) -> str:
 
 
 @register.simple_tag
-def message_row(s: ShownMessage, show_partition: object = False, oob: object = False) -> SafeString:
-    """One record's row (a marker's is :func:`message_rows`'s); ``oob``: swapped in place of its row."""
+def message_row(
+    s: ShownMessage, show_partition: object = False, oob: object = False, expandable: object = False
+) -> SafeString:
+    """One record's row (a marker's is :func:`message_rows`'s); ``oob``: swapped in place of its row;
+    ``expandable``: with a button that opens the whole record under the row (static/js/kazami.js)."""
     m = s.message
     tx = m.transaction
     out = [f'\n<tr id="msg-{m.partition}-{m.offset}"']
     if oob:
         out.append(' hx-swap-oob="true"')
     out.append(f' class="message-row tx-{escape(tx)}">' if tx else ' class="message-row">')
-    out.append(f'\n  <td class="num"><a href="{escape(s.url)}" title="open this message">{m.offset}</a>')
+    out.append('\n  <td class="num">')
+    if expandable:
+        out.append(
+            f'<button type="button" class="expand" aria-expanded="false" data-expand="{escape(s.url)}?part=expanded"'
+            f' aria-label="show the whole message {m.partition}:{m.offset} here" title="show it all here">▸</button> '
+        )
+    out.append(f'<a href="{escape(s.url)}" title="open this message">{m.offset}</a>')
     if show_partition:
         out.append(f'<div class="muted small">p{m.partition}</div>')
     if tx:
@@ -79,12 +88,14 @@ def message_row(s: ShownMessage, show_partition: object = False, oob: object = F
 
 
 @register.simple_tag
-def message_rows(shown: Iterable[ShownMessage], show_partition: object = False) -> SafeString:
+def message_rows(
+    shown: Iterable[ShownMessage], show_partition: object = False, expandable: object = False
+) -> SafeString:
     """The rows of a list: :func:`message_row` for records, templates/messages/_marker_row.html for markers."""
     out = []
     for s in shown:
         if s.message.control:
             out.append(get_template("messages/_marker_row.html").render({"s": s, "show_partition": show_partition}))
         else:
-            out.append(message_row(s, show_partition))
+            out.append(message_row(s, show_partition, False, expandable))
     return mark_safe("".join(out))  # noqa: S308 - each row escapes what it draws

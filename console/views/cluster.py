@@ -27,6 +27,7 @@ from console.config.clusters import get_configs, get_connection
 from console.errors import api_view, page_view
 from console.live.fragments import overview_context, quorum_context, replication_context
 from console.params import int_param, time_param
+from console.present import throughput
 
 # ---------------------------------------------------------------- pages
 
@@ -44,7 +45,24 @@ def cluster_overview(request: HttpRequest, cluster: str) -> HttpResponse:
     get_connection(cluster)  # 404 for an unknown name before anything else
     context = overview_context(cluster)
     context["live_interval"] = settings.KAZAMI_LIVE_INTERVAL
+    context.update(_throughput_context(cluster), throughput_history=throughput.history(cluster))
     return render(request, "overview/page.html", context, status=503 if context["error"] else 200)
+
+
+def _throughput_context(cluster: str) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "throughput": throughput.cluster_throughput(cluster),
+        "interval": settings.KAZAMI_LAG_SAMPLE_INTERVAL,
+    }
+
+
+@require_GET
+@page_view
+def cluster_throughput(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The overview's throughput numbers, fetched again every sampling interval."""
+    get_connection(cluster)  # 404 for an unknown name
+    return render(request, "overview/_throughput.html", _throughput_context(cluster))
 
 
 @page_view
@@ -99,7 +117,11 @@ def api_clusters(request: HttpRequest) -> list[dict[str, Any]]:
 @require_GET
 @api_view
 def api_cluster(request: HttpRequest, cluster: str) -> dict[str, Any]:
-    return get_overview(get_connection(cluster)).as_dict()
+    """The overview, with ``throughput``: the latest measured rates (None until two looks were made)."""
+    return {
+        **get_overview(get_connection(cluster)).as_dict(),
+        "throughput": throughput.cluster_throughput(cluster, None),
+    }
 
 
 @require_GET

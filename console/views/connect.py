@@ -23,23 +23,51 @@ from console.config.connect import connect_configs, connect_policy
 from console.errors import api_view, page_view, status_of
 from console.live.connect import client_for, clients_of, connectors_context, status_context
 from console.params import is_htmx, json_object
+from console.present.listing import csv_file, wants_csv
 
+# What the page says when the worker took an action: it acts on it a moment later, and the live state shows it.
 DONE = {
-    "pause": "paused",
-    "resume": "resumed",
-    "stop": "stopped",
-    "restart": "restarted with its tasks",
-    "restart_failed": "failed tasks restarted",
+    "pause": "pause sent",
+    "resume": "resume sent",
+    "stop": "stop sent",
+    "restart": "restart of the connector and its tasks sent",
+    "restart_failed": "restart of the failed tasks sent",
 }
 LIFECYCLE = tuple(DONE)
-# The connector page's buttons: (action, label, the question asked first or "").
+_NOT_STOPPED = "RUNNING PAUSED FAILED UNASSIGNED"
+# The connector page's buttons: (action, label, the question asked first or "", the states it is offered in
+# ("failed-tasks": while a task has failed), why not otherwise). static/js/kazami.js keeps them in step with the
+# live state.
 ACTIONS = [
-    ("pause", "Pause", ""),
-    ("resume", "Resume", ""),
-    ("stop", "Stop", "Stop the connector? Its tasks shut down until it is resumed."),
-    ("restart", "Restart", ""),
-    ("restart_failed", "Restart failed tasks", ""),
+    ("pause", "Pause", "", "RUNNING", "Only while the connector runs"),
+    ("resume", "Resume", "", "PAUSED STOPPED", "Only while the connector is paused or stopped"),
+    (
+        "stop",
+        "Stop",
+        "Stop the connector? Its tasks shut down until it is resumed.",
+        _NOT_STOPPED,
+        "The connector is stopped",
+    ),
+    ("restart", "Restart", "", _NOT_STOPPED, "The connector is stopped: resume it"),
+    ("restart_failed", "Restart failed tasks", "", "failed-tasks", "No task has failed"),
 ]
+# The connectors list as CSV (?format=csv): what its table shows, a column each.
+CSV_COLUMNS: dict[str, Any] = {
+    "connect": lambda c: c.connect,
+    "name": lambda c: c.name,
+    "type": lambda c: c.type,
+    "class": lambda c: c.connector_class,
+    "state": lambda c: c.state,
+    "tasks": lambda c: len(c.tasks),
+    "tasks_running": lambda c: c.running_tasks,
+    "tasks_failed": lambda c: c.failed_tasks,
+    "worker": lambda c: c.worker or "",
+}
+
+
+def offered(when: str, state: str, failed_tasks: int) -> bool:
+    """Whether an action offered in ``when`` (ACTIONS) can work on a connector in ``state``."""
+    return failed_tasks > 0 if when == "failed-tasks" else state in when.split()
 
 
 def _parse_json_text(text: str, what: str) -> Any:
@@ -65,6 +93,8 @@ def _no_connect(cluster: str) -> None:
 def connector_list(request: HttpRequest, cluster: str) -> HttpResponse:
     """Every connector of the cluster's Connect clusters, live."""
     context = connectors_context(cluster, request.GET)
+    if wants_csv(request.GET):
+        return csv_file(CSV_COLUMNS, context["connectors"], f"{cluster}-connectors.csv")
     status = 503 if context["all_down"] else 200
     return render(request, "connect/list.html", {**context, "query_string": request.GET.urlencode()}, status=status)
 
@@ -92,7 +122,11 @@ def _detail_context(cluster: str, connect_name: str, name: str) -> dict[str, Any
     context.update(extra)
     context["connector_class"] = str((extra["config"] or {}).get("connector.class", ""))
     context["connector_class_short"] = context["connector_class"].rsplit(".", 1)[-1]
-    context["actions"] = ACTIONS
+    connector = context["connector"]
+    context["actions"] = [
+        (action, label, confirm, when, why, offered(when, connector.state, connector.failed_tasks))
+        for action, label, confirm, when, why in ACTIONS
+    ]
     context["config_json"] = json.dumps(extra["config"] or {}, indent=2)
     context["offsets_json"] = json.dumps({"offsets": extra["offsets"] or []}, indent=2)
     return context
@@ -140,7 +174,7 @@ def connector_action(request: HttpRequest, cluster: str, connect_name: str, name
     try:
         if action in LIFECYCLE:
             connect_changes.lifecycle(request, cluster, client, name, action)
-            done = DONE[action]
+            done = f"{DONE[action]}; the state below follows once the worker has acted"
         elif action == "restart_task":
             task = int(request.POST.get("task", "-1"))
             connect_changes.restart_task(request, cluster, client, name, task)

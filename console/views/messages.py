@@ -21,9 +21,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.client.connection import ClusterConnection
 from broker.decode import DECODINGS, InputError, SchemaError, encode_input, parse_avro_schema
 from broker.errors import InvalidInput, KazamiError, NotFound
+from broker.messages import merged
 from broker.messages import read as messages
-from broker.messages.masking import Masker
+from broker.messages.masking import Masker, masked_labels
 from broker.messages.partitioners import CHOICES, PARTITIONERS
+from broker.messages.produce import Again, as_form, guess_formats
 from broker.messages.query import describe_syntax
 from broker.messages.scan import KeySearch, find_by_key
 from broker.schemas.encode import parse_document
@@ -111,6 +113,53 @@ def _page_query(request: HttpRequest) -> PageQuery:
 
 
 @dataclass(frozen=True)
+class MergedQuery:
+    """Which page of a topic's messages across partitions: ``order`` (newest or oldest first), from ``cursor``
+    (a page's next or previous one) or ``timestamp``, over ``partitions`` (None: all)."""
+
+    order: str
+    limit: int
+    timestamp_ms: int | None
+    partitions: list[int] | None
+    cursor: merged.Cursor | None
+    isolation: str
+
+    def read(self, conn: ClusterConnection, topic: str) -> merged.MergedPage:
+        return merged.get_merged(
+            conn,
+            topic,
+            order=self.order,
+            limit=self.limit,
+            timestamp_ms=self.timestamp_ms,
+            partitions=self.partitions,
+            cursor=self.cursor,
+            isolation=self.isolation,
+        )
+
+    def keep(self) -> dict[str, str]:
+        """The parameters a link to another page of the same view keeps (not the cursor, nor the time)."""
+        kept = {"order": self.order, "limit": str(self.limit)}
+        if self.partitions is not None:
+            kept["partitions"] = ",".join(str(p) for p in self.partitions)
+        if self.isolation != "read_uncommitted":
+            kept["isolation"] = self.isolation
+        return kept
+
+
+def _merged_query(request: HttpRequest) -> MergedQuery:
+    """The topic messages page's and ``GET /api/.../topics/<t>/messages/``'s parameters, checked."""
+    cursor = request.GET.get("cursor", "").strip()
+    return MergedQuery(
+        order=merged.check_order(request.GET.get("order")),
+        limit=messages.check_limit(int_param(request, "limit", messages.DEFAULT_PAGE)),
+        timestamp_ms=time_param(request, "timestamp"),
+        partitions=merged.parse_partitions(request.GET.get("partitions")),
+        cursor=merged.Cursor.parse(cursor) if cursor else None,
+        isolation=_isolation(request),
+    )
+
+
+@dataclass(frozen=True)
 class KeyQuery:
     """A find-by-key: the ``key`` as typed (None when not given), its ``key_format`` and the ``partitioner``
     that placed it."""
@@ -188,6 +237,45 @@ def browse(request: HttpRequest, cluster: str, topic: str, partition: int) -> Ht
 
 @require_GET
 @page_view
+def topic_messages(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """The topic's messages across its partitions, newest first unless asked otherwise."""
+    conn = get_connection(cluster)
+    query = _merged_query(request)
+    decoding = _decoding(request, cluster, topic, lazy=True)
+    page = query.read(conn, topic)
+    masker = masker_for(request.user, cluster, topic)
+    shown = [show(cluster, masker.message(m), decoding) for m in page.messages]
+    keep = {**query.keep(), "key_as": decoding.key_as, "value_as": decoding.value_as}
+    keep_query = urlencode(keep)
+
+    def link(cursor: merged.Cursor | None) -> str | None:
+        return None if cursor is None else f"?{keep_query}&{urlencode({'cursor': cursor.text})}"
+
+    restart = {k: v for k, v in keep.items() if k != "order"}
+    return render(
+        request,
+        "messages/merged.html",
+        {
+            "cluster": cluster,
+            "topic": topic,
+            "page": page,
+            "shown": shown,
+            "decoding": decoding,
+            "decodings": DECODINGS,
+            "query": query,
+            "next_link": link(page.next_cursor),
+            "prev_link": link(page.prev_cursor),
+            "newest_link": "?" + urlencode({"order": "newest", **restart}),
+            "oldest_link": "?" + urlencode({"order": "oldest", **restart}),
+            "chosen": set(page.shown),
+            "filtered": query.partitions is not None,
+            "crumb": "messages",
+        },
+    )
+
+
+@require_GET
+@page_view
 def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offset: int) -> HttpResponse:
     conn = get_connection(cluster)
     found = messages.get_message(conn, topic, partition, offset)
@@ -197,6 +285,9 @@ def detail(request: HttpRequest, cluster: str, topic: str, partition: int, offse
         as_json = decoding_for(cluster, topic) if request.GET.get("as") == "json" else None
         return raw_download(message, download, _isolation(request), found.last_stable_offset, as_json)
     decoding = _decoding(request, cluster, topic)
+    if request.GET.get("part") == "expanded":  # a row of a list, opened in place
+        shown = show(cluster, message, decoding, limit=DETAIL_LIMIT)
+        return render(request, "messages/_expanded.html", {"cluster": cluster, "topic": topic, "m": shown})
     return render(
         request,
         "messages/detail.html",
@@ -360,15 +451,17 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     conn = get_connection(cluster)
     infos = topics.get_topic_partitions(conn, topic)
     schemas = produce_schemas(cluster, topic)  # the registry's subjects; the topic's own chosen first
-    form = ProduceForm(request.POST or None, initial=schemas.initial)
-    context: dict[str, Any] = {"cluster": cluster, "topic": topic, "partitions": infos, "form": form}
+    again = _produce_again(request, conn, cluster, topic)
+    initial = {**_guessed_formats(conn, topic), **schemas.initial, **(again.fields if again else {})}
+    form = ProduceForm(request.POST or None, initial=initial)
+    context: dict[str, Any] = {"cluster": cluster, "topic": topic, "partitions": infos, "form": form, "again": again}
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            data = form.cleaned_data
             try:
                 context["produced"] = message_changes.produce(request, conn, cluster, topic, form)
-                context["form"] = ProduceForm(initial={k: data.get(k) for k in ProduceForm.KEPT_AFTER_SEND})
+                # The form stays as sent: the next message is often this one, a little changed.
+                context["form"] = ProduceForm(initial={name: form.data.get(name) for name in form.fields})
             except KazamiError as exc:
                 status = registry_status(exc)[0] if isinstance(exc, RegistryError) else status_of(exc)[0]
                 form.add_error(message_changes.error_field(exc), str(exc))
@@ -378,6 +471,28 @@ def produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     context["schemas"] = schemas
     context["chosen"] = schemas.chosen(shown.data if shown.is_bound else shown.initial)
     return render(request, "messages/produce.html", context, status=status)
+
+
+def _produce_again(request: HttpRequest, conn: ClusterConnection, cluster: str, topic: str) -> Again | None:
+    """``?from=P:O``: that record in the form, to send again (what masking hides from the user left out)."""
+    spot = request.GET.get("from", "").strip()
+    if not spot or request.method != "GET":
+        return None
+    try:
+        partition, offset = (int(part) for part in spot.split(":", 1))
+    except ValueError:
+        raise InvalidInput(f"from must be a record's partition:offset, like 0:42, not {spot[:40]!r}.") from None
+    found = messages.get_message(conn, topic, partition, offset).message
+    shown = masker_for(request.user, cluster, topic).message(found)
+    return as_form(found, masked_labels(shown))
+
+
+def _guessed_formats(conn: ClusterConnection, topic: str) -> dict[str, str]:
+    """The formats the topic's five newest records suggest (nothing when they cannot be read now)."""
+    try:
+        return guess_formats(merged.get_merged(conn, topic, limit=5).messages)
+    except KazamiError:
+        return {}
 
 
 @require_POST
@@ -427,6 +542,26 @@ def api_messages(request: HttpRequest, cluster: str, topic: str, partition: int)
         "complete": page.complete,
         "next_offset": page.next_offset,
         "prev_offset": page.prev_offset,
+        "messages": messages_json(cluster, topic, [masker.message(m) for m in page.messages]),
+    }
+
+
+@require_GET
+@api_view
+def api_topic_messages(request: HttpRequest, cluster: str, topic: str) -> Any:
+    page = _merged_query(request).read(get_connection(cluster), topic)
+    masker = masker_for(request.user, cluster, topic)
+    return {
+        "topic": topic,
+        "order": page.order,
+        "limit": page.limit,
+        "isolation": page.isolation,
+        "partitions": page.shown,
+        "unreadable_partitions": {str(p): why for p, why in sorted(page.unreadable.items())},
+        "notes": page.notes,
+        "complete": page.complete,
+        "next_cursor": page.next_cursor.text if page.next_cursor is not None else None,
+        "prev_cursor": page.prev_cursor.text if page.prev_cursor is not None else None,
         "messages": messages_json(cluster, topic, [masker.message(m) for m in page.messages]),
     }
 

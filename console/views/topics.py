@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker.errors import AlreadyExists, KafkaRefused, KazamiError
+from broker.errors import AlreadyExists, ClusterUnavailable, KafkaRefused, KazamiError
+from broker.groups.lag import get_groups
 from broker.topics import read as topics
 from broker.topics.read import TopicSummary
 from console.access import guard, needs
@@ -26,6 +28,8 @@ from console.forms import (
     body_form,
 )
 from console.params import is_htmx
+from console.present import throughput
+from console.present.lag import TopicConsumer, topic_consumers
 from console.present.listing import csv_download, make_listing, wants_csv
 from console.present.schema_choices import topic_schemas
 
@@ -133,6 +137,9 @@ def _detail(request: HttpRequest, cluster: str, topic: str, status: int = 200, *
         "open_form": forms.get("open_form"),
         # The subjects its records use in the cluster's schema registry (none configured: one line saying how)
         "schemas": topic_schemas(cluster, topic),
+        "throughput": throughput.topic_throughput(cluster, topic),
+        "throughput_history": throughput.history(cluster, "topic", topic),
+        "interval": settings.KAZAMI_LAG_SAMPLE_INTERVAL,
     }
     return render(request, "topics/detail.html", context, status=status)
 
@@ -141,6 +148,25 @@ def _detail(request: HttpRequest, cluster: str, topic: str, status: int = 200, *
 @page_view
 def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     return _detail(request, cluster, topic)
+
+
+def _consumers(cluster: str, topic: str) -> tuple[list[TopicConsumer] | None, str | None]:
+    """The groups reading ``topic`` (from the one batched listing of every group the groups page makes, shared
+    while fresh), or None and why not."""
+    try:
+        return topic_consumers(cluster, get_groups(get_connection(cluster)), topic), None
+    except ClusterUnavailable as exc:
+        return None, str(exc)
+
+
+@require_GET
+@page_view
+def topic_consumers_part(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """The topic page's consumers, drawn after the page (listing every group may take a moment)."""
+    topics.get_topic_partitions(get_connection(cluster), topic)  # 404 for an unknown topic
+    consumers, error = _consumers(cluster, topic)
+    context = {"cluster": cluster, "consumers": consumers, "error": error}
+    return render(request, "topics/_consumers.html", context)
 
 
 def confirmed(request: HttpRequest) -> bool:
@@ -318,7 +344,14 @@ def api_topic_list(request: HttpRequest, cluster: str) -> Any:
 @require_GET
 @api_view
 def api_topic_detail(request: HttpRequest, cluster: str, topic: str) -> Any:
-    return topics.get_topic(get_connection(cluster), topic).as_dict()
+    detail = topics.get_topic(get_connection(cluster), topic).as_dict()
+    consumers, error = _consumers(cluster, topic)
+    return {
+        **detail,
+        "consumers": [c.as_dict() for c in consumers] if consumers is not None else None,
+        "consumers_error": error,
+        "throughput": throughput.topic_throughput(cluster, topic),
+    }
 
 
 def _api_create_topic(request: HttpRequest, cluster: str) -> JsonResponse:

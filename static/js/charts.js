@@ -4,6 +4,16 @@
 (function () {
   "use strict";
   var PALETTE = ["#2457c5", "#1f8a4c", "#b7791f", "#c53030", "#6b46c1", "#0e7490", "#be185d", "#4d7c0f", "#141a26", "#9a3412"];
+  // Dark mode: text, grid lines and the darkest series follow the page's colours (static/css/kazami.css).
+  var css = window.getComputedStyle(document.documentElement);
+  var INK = css.getPropertyValue("--ink").trim() || "#1d2330";
+  if (window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches) {
+    PALETTE = ["#8fb1ff", "#5ccf96", "#e8b35c", "#f28b8b", "#b794f4", "#4fd1c5", "#f687b3", "#9ae6b4", "#e3e8f0", "#fbd38d"];
+    if (typeof Chart !== "undefined") {
+      Chart.defaults.color = css.getPropertyValue("--muted").trim();
+      Chart.defaults.borderColor = css.getPropertyValue("--line").trim();
+    }
+  }
 
   function label(ms, stepMs) {
     var d = new Date(ms);
@@ -145,5 +155,5 @@
     return { times: outTimes, values: outValues };
   }
 
-  window.KazamiCharts = { timeLine: timeLine, bars: bars, stacked: stacked, withGaps: withGaps, label: label };
+  window.KazamiCharts = { timeLine: timeLine, bars: bars, stacked: stacked, withGaps: withGaps, label: label, ink: INK };
 })();

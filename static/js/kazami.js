@@ -22,6 +22,49 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () { localiseTimes(document); });
+
+  // A row of messages opens in place: the whole record under it (its page's ?part=expanded), and closes again.
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest ? e.target.closest("button.expand[data-expand]") : null;
+    if (!button) return;
+    var row = button.closest("tr");
+    var next = row.nextElementSibling;
+    if (next && next.classList.contains("expanded-row")) {
+      next.remove();
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    button.setAttribute("aria-expanded", "true");
+    htmx.ajax("GET", button.getAttribute("data-expand"), { target: row, swap: "afterend" });
+  });
+  // A connector's buttons follow its live state: Pause only while it runs, Resume only while paused or stopped.
+  function offerActions() {
+    var status = document.getElementById("connector-status");
+    if (!status || !status.dataset.state) return;
+    var state = status.dataset.state, failed = Number(status.dataset.failedTasks || 0);
+    document.querySelectorAll("button[data-offered-when]").forEach(function (b) {
+      var when = b.getAttribute("data-offered-when");
+      var ok = when === "failed-tasks" ? failed > 0 : when.split(" ").indexOf(state) >= 0;
+      b.disabled = !ok;
+      if (ok) b.removeAttribute("title");
+      else b.title = b.getAttribute("data-why-not") || "";
+    });
+  }
+  // A Stop button is offered only while what it stops runs (its progress says data-running).
+  function offerStops() {
+    document.querySelectorAll("button[data-stops]").forEach(function (b) {
+      var progress = document.getElementById(b.getAttribute("data-stops"));
+      b.disabled = !(progress && progress.hasAttribute("data-running"));
+    });
+  }
+  ["htmx:afterSettle", "htmx:oobAfterSwap", "htmx:wsAfterMessage"].forEach(function (name) {
+    document.addEventListener(name, offerStops);
+  });
+  document.addEventListener("DOMContentLoaded", offerStops);
+  document.addEventListener("DOMContentLoaded", offerActions);
+  document.addEventListener("htmx:afterSettle", offerActions);
+  document.addEventListener("htmx:oobAfterSwap", offerActions);
+  document.addEventListener("htmx:wsAfterMessage", offerActions);
   document.addEventListener("htmx:afterSettle", function (e) { localiseTimes(e.target || document); });
   document.addEventListener("htmx:oobAfterSwap", function (e) { localiseTimes(e.target || document); });
   // A live tail keeps the newest rows only, so a long-open page stays light.

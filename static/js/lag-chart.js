@@ -9,7 +9,7 @@
   if (!data.times.length) document.getElementById("chart-empty").hidden = false;
   var names = Object.keys(data.partitions);
   var filled = KazamiCharts.withGaps(data.times, [data.total].concat(names.map(function (n) { return data.partitions[n]; })));
-  var series = [{ label: "total", values: filled.values[0], color: "#141a26", width: 2.5 }];
+  var series = [{ label: "total", values: filled.values[0], color: KazamiCharts.ink, width: 2.5 }];
   names.forEach(function (name, i) {
     series.push({ label: name, values: filled.values[i + 1], width: 1, hidden: names.length > 12 });
   });

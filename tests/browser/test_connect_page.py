@@ -64,11 +64,15 @@ def test_pausing_a_connector_shows_its_new_state_live(
         page.click("#action-pause")
         expect(state).to_have_text("PAUSED", timeout=20_000)
         assert page.evaluate("window.kazamiSamePage") is True  # no reload
-        assert "paused" in page.locator("#connector-flash").inner_text()
+        assert "pause sent" in page.locator("#connector-flash").inner_text()
+        expect(page.locator("#action-pause")).to_be_disabled()  # offered again only once it runs
+        expect(page.locator("#action-resume")).to_be_enabled()
 
         # A change made elsewhere arrives over the websocket.
         worker("PUT", f"/connectors/{name}/resume")
         expect(state).to_have_text("RUNNING", timeout=20_000)
+        expect(page.locator("#action-pause")).to_be_enabled()
+        expect(page.locator("#action-resume")).to_be_disabled()
         page.locator("#connector-tasks tr[data-state='RUNNING']").wait_for(timeout=20_000)
         assert page.evaluate("window.kazamiSamePage") is True
         assert state.inner_text() == "RUNNING"

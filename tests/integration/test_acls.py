@@ -329,5 +329,8 @@ def test_a_cluster_without_an_authorizer_says_so_plainly(monkeypatch: pytest.Mon
     page = viewer.get("/clusters/local/acls/")
     assert page.status_code == 200
     assert "No authorizer." in page.content.decode()
+    # An admin is not offered to create ACLs the brokers cannot take: the link is shown disabled, with why.
+    admin_page = logged_in().get("/clusters/local/acls/").content.decode()
+    assert '<span class="disabled" id="acl-new-link" title="The brokers run no authorizer' in admin_page
     with pytest.raises(acls.NoAuthorizer):
         acls._check(54, None, "list the ACLs")

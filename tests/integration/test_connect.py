@@ -7,7 +7,10 @@ down or hangs gets a clear 503 within its time-out while the Kafka pages answer.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 import socket
 import threading
 import time
@@ -375,7 +378,7 @@ def test_the_connector_page_actions_work_as_plain_forms(admin: Client, tmp_path:
 
     answer = admin.post(action, {"action": "pause"}, follow=True)
     assert answer.status_code == 200
-    assert f"{name}: paused." in answer.content.decode()
+    assert f"{name}: pause sent; the state below follows" in answer.content.decode()
     until("paused", lambda: state_is(admin, name, "PAUSED"))
 
     # From htmx: the fresh state in place, and the outcome out of band.
@@ -384,6 +387,25 @@ def test_the_connector_page_actions_work_as_plain_forms(admin: Client, tmp_path:
     html = answer.content.decode()
     assert 'id="connector-status"' in html
     assert 'id="connector-flash" hx-swap-oob="true"' in html
+
+    # The page offers only what can work now: while it runs, Pause; not Resume, nor restarting failed tasks.
+    until("running again", lambda: state_is(admin, name, "RUNNING"))
+    shown = admin.get(page).content.decode()
+    assert re.search(r'id="action-pause" data-offered-when="RUNNING" data-why-not="[^"]*">', shown)
+    assert re.search(r'id="action-resume" [^>]* disabled title="Only while the connector is paused or stopped"', shown)
+    assert re.search(r'id="action-restart_failed" [^>]* disabled title="No task has failed"', shown)
+    # The list as CSV: a row per connector, what the table shows.
+    listed = admin.get("/clusters/local/connectors/", {"format": "csv"})
+    assert listed["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(listed.content.decode())))
+    mine = [r for r in rows if r["name"] == name]
+    assert len(mine) == 1
+    assert (mine[0]["connect"], mine[0]["type"], mine[0]["state"], mine[0]["class"]) == (
+        "local",
+        "source",
+        "RUNNING",
+        FILE_SOURCE,
+    )
 
     # A reset on a running connector is refused with the reason; nothing changes.
     answer = admin.post(action, {"action": "reset_offsets"}, follow=True)

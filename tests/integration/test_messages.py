@@ -308,7 +308,10 @@ def test_produce_from_the_form_and_the_api(client: Client) -> None:
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Written to partition <strong>2</strong> at offset <strong>0</strong>" in html
+    assert "Written to partition 2 at offset 0 (acks=all)" in html
+    # The form keeps what was sent, for the next message.
+    assert 'value="abc"' in html
+    assert "trace=t-1</textarea>" in html
     stored = page(client, name, 2)["messages"][0]
     assert (stored["key"], stored["value"], stored["headers"][0]["value"]) == ("abc", '{"a": 1}', "t-1")
     api = client.post(
@@ -527,3 +530,34 @@ def test_paging_steps_over_gaps_left_by_compaction(client: Client) -> None:
     assert gone.status_code == 404
     assert "the next one is at 3" in gone.json()["message"]
     assert client.get(f"/api/clusters/local/topics/{name}/partitions/0/messages/4").json()["prev_offset"] == 3
+
+
+def test_the_produce_form_guesses_formats_and_sends_a_record_again(client: Client) -> None:
+    name = create_topic(unique("mprod-again"), partitions=2)
+    produce(name, [(None, b'{"user": "u1", "n": 1}'), (None, b'["a", 2]')], partition=0)
+    produce(name, [(None, b'{"user": "u2", "n": 2}')], partition=1, headers=[("trace", b"t-9"), ("bin", b"\xff\x00")])
+    form = client.get(f"/clusters/local/topics/{name}/produce/").content.decode()
+    assert '<option value="json" selected>' in form  # the value format, from the topic's JSON records
+    assert '<option value="none" selected>' in form  # no key on any recent record
+
+    again = client.get(f"/clusters/local/topics/{name}/produce/", {"from": "1:0"})
+    html = again.content.decode()
+    assert 'id="produce-again"' in html
+    assert "trace=dC05" in html
+    assert "1:0" in html
+    assert "{&quot;user&quot;: &quot;u2&quot;, &quot;n&quot;: 2}" in html
+    assert '<option value="base64" selected>values in base64</option>' in html  # a header is not UTF-8
+    sent = client.post(
+        f"/clusters/local/topics/{name}/produce/",
+        {"key_format": "none", "value": '{"user": "u2", "n": 3}', "value_format": "json", "partition": "1"}
+        | {"headers": "trace=dC05\nbin=/wA=", "header_format": "base64"},
+    )
+    assert "Written to partition 1 at offset 1" in sent.content.decode()
+    stored = page(client, name, 1)["messages"][1]
+    assert stored["value"] == '{"user": "u2", "n": 3}'
+    assert [(h["name"], h["value"], h["value_encoding"]) for h in stored["headers"]] == [
+        ("trace", "t-9", "utf-8"),
+        ("bin", "/wA=", "base64"),
+    ]
+    assert client.get(f"/clusters/local/topics/{name}/produce/", {"from": "one"}).status_code == 400
+    assert client.get(f"/clusters/local/topics/{name}/produce/", {"from": "0:99"}).status_code == 404

@@ -1,0 +1,63 @@
+"""The groups that read a topic, on its page and in ``GET /api/clusters/<c>/topics/<t>/``, against the real
+cluster: lag summed over the topic's partitions as the committed offsets and end offsets make it."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from broker.local import launcher
+from tests.conftest import BOOTSTRAP, logged_in
+from tests.integration.kafka_helpers import create_topic, produce, unique
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+
+def commit(group: str, offsets: dict[TopicPartition, int]) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=group, enable_auto_commit=False)
+    try:
+        consumer.assign(list(offsets))
+        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
+    finally:
+        consumer.close()
+
+
+def test_the_groups_reading_a_topic_with_their_lag_on_it(
+    kafka_cluster: launcher.ClusterLayout, clusters_reset: None
+) -> None:
+    client: Client = logged_in("viewer")
+    topic, other = create_topic(unique("readers"), partitions=2), create_topic(unique("readers-other"), partitions=1)
+    produce(topic, [(None, b"a%d" % i) for i in range(10)], partition=0)
+    produce(topic, [(None, b"b%d" % i) for i in range(6)], partition=1)
+    produce(other, [(None, b"c%d" % i) for i in range(50)], partition=0)
+    behind, done, elsewhere = unique("g-behind"), unique("g-done"), unique("g-elsewhere")
+    commit(behind, {TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 1, TopicPartition(other, 0): 0})
+    commit(done, {TopicPartition(topic, 0): 10})
+    commit(elsewhere, {TopicPartition(other, 0): 5})
+
+    body = client.get(f"/api/clusters/local/topics/{topic}/").json()
+    assert body["consumers_error"] is None
+    mine = {c["group_id"]: c for c in body["consumers"]}
+    assert elsewhere not in mine  # it reads another topic only
+    assert (mine[behind]["lag"], mine[behind]["partitions"]) == (7 + 5, 2)  # not the 50 it has on the other topic
+    assert (mine[done]["lag"], mine[done]["partitions"]) == (0, 1)
+    assert mine[behind]["members"] == 0
+    assert mine[behind]["lag_ms"] is not None
+    assert [c["group_id"] for c in body["consumers"]].index(behind) < [c["group_id"] for c in body["consumers"]].index(
+        done
+    )
+
+    page = client.get(f"/clusters/local/topics/{topic}/")
+    assert 'hx-get="/clusters/local/topics/' in page.content.decode()
+    part = client.get(f"/clusters/local/topics/{topic}/consumers/").content.decode()
+    assert f'data-group="{behind}"' in part
+    assert f'data-group="{elsewhere}"' not in part
+    assert ">12<" in part
+    lonely = create_topic(unique("readers-none"), partitions=1)
+    assert (
+        "No consumer group has committed an offset"
+        in client.get(f"/clusters/local/topics/{lonely}/consumers/").content.decode()
+    )
+    assert client.get("/clusters/local/topics/no-such-topic-here/consumers/").status_code == 404
