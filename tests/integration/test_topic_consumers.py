@@ -3,6 +3,8 @@ cluster: lag summed over the topic's partitions as the committed offsets and end
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.test import Client
 from kafka import KafkaConsumer, TopicPartition
@@ -37,7 +39,11 @@ def test_the_groups_reading_a_topic_with_their_lag_on_it(
     commit(done, {TopicPartition(topic, 0): 10})
     commit(elsewhere, {TopicPartition(other, 0): 5})
 
+    deadline = time.monotonic() + 30  # a KRaft cluster may still be moving group coordinators
     body = client.get(f"/api/clusters/local/topics/{topic}/").json()
+    while body["consumers_error"] is not None and time.monotonic() < deadline:
+        time.sleep(1)
+        body = client.get(f"/api/clusters/local/topics/{topic}/").json()
     assert body["consumers_error"] is None
     mine = {c["group_id"]: c for c in body["consumers"]}
     assert elsewhere not in mine  # it reads another topic only
@@ -51,7 +57,14 @@ def test_the_groups_reading_a_topic_with_their_lag_on_it(
 
     page = client.get(f"/clusters/local/topics/{topic}/")
     assert 'hx-get="/clusters/local/topics/' in page.content.decode()
-    part = client.get(f"/clusters/local/topics/{topic}/consumers/").content.decode()
+    # Right after the commits, a KRaft cluster may still be moving group coordinators: the part says so, and
+    # lists the groups once they answer.
+    deadline = time.monotonic() + 30
+    while True:
+        part = client.get(f"/clusters/local/topics/{topic}/consumers/").content.decode()
+        if "coordinators are moving" not in part or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert f'data-group="{behind}"' in part
     assert f'data-group="{elsewhere}"' not in part
     assert ">12<" in part
