@@ -14,6 +14,7 @@ ListPartitionReassignments; once nothing moves, verifying removes the throttle.
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -35,15 +36,24 @@ Plan = dict[tuple[str, int], list[int]]
 T = TypeVar("T")
 
 
-def _via_controller(admin: KafkaAdminClient, send: Callable[[], T]) -> T:
-    """Send a request kafka-python routes to "the controller" (the broker DescribeCluster names: on KRaft
-    any broker, which forwards it). When that broker restarted since the client learnt of it, forget it
-    and ask again once, rather than fail a change over a broker that is back."""
-    try:
-        return send()
-    except (kafka.errors.UnknownBrokerIdError, kafka.errors.NodeNotReadyError, kafka.errors.KafkaConnectionError):
-        admin._controller_id = None
-        return send()
+def _via_controller(admin: KafkaAdminClient, send: Callable[[], T], *, within: float = 3.0) -> T:
+    """Send a request kafka-python routes to "the controller" (the broker Metadata names: on KRaft
+    any broker, which forwards it). When that broker restarted since the client learnt of it (the client's
+    metadata may not list it yet: UnknownBrokerIdError), refresh the metadata, forget the controller and
+    ask again, for up to ``within`` seconds, rather than fail a change over a broker that is back."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return send()
+        except (kafka.errors.UnknownBrokerIdError, kafka.errors.NodeNotReadyError, kafka.errors.KafkaConnectionError):
+            if time.monotonic() >= deadline:
+                raise
+            admin._controller_id = None
+            update = admin._manager.cluster.request_update()
+            waited_until = min(deadline, time.monotonic() + 2.0)
+            while not update.is_done and time.monotonic() < waited_until:
+                time.sleep(0.05)
+            time.sleep(0.2)
 
 
 @dataclass(frozen=True)
@@ -478,4 +488,4 @@ def elect(conn: ClusterConnection, kind: str, partitions: list[tuple[str, int]] 
                     outcome[key] = p.error_message or error.__name__
         return outcome
 
-    return conn.call(run, "leader election", requests=2)
+    return conn.call(run, "leader election", requests=3)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from broker.groups.lag import GroupLag
@@ -140,3 +141,29 @@ def topic_consumers(cluster: str, groups: list[GroupLag], topic: str) -> list[To
         )
     found.sort(key=lambda c: (-(c.lag or 0), c.group_id))
     return found
+
+
+@dataclass(frozen=True)
+class TopicReaders:
+    """What the lag sampler's latest sample says of a topic: how many groups had committed offsets on it, and
+    their lag there, summed (None when no partition's lag was known)."""
+
+    groups: int
+    lag: int | None
+
+
+def readers_by_topic(cluster: str) -> tuple[dict[str, TopicReaders], Any]:
+    """Each topic's consuming groups and total lag from the lag sampler's latest sample of ``cluster`` (two
+    queries of the console's database, no request to Kafka), and the time of that sample. ({}, None) when the
+    sampler has stored nothing lately (it is off, or the cluster was unreachable): the topics list then says
+    it does not know, rather than showing an old figure as current."""
+    since = timezone.now() - timedelta(seconds=settings.KAZAMI_LAG_SAMPLE_INTERVAL * 3 + 5)
+    latest = LagSample.objects.filter(cluster=cluster, at__gte=since).aggregate(latest=Max("at"))["latest"]
+    if latest is None:
+        return {}, None
+    rows = (
+        LagSample.objects.filter(cluster=cluster, at=latest, committed__isnull=False)
+        .values("topic")
+        .annotate(groups=Count("group", distinct=True), lag=Sum("lag"))
+    )
+    return {r["topic"]: TopicReaders(groups=r["groups"], lag=r["lag"]) for r in rows}, latest

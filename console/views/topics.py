@@ -29,7 +29,7 @@ from console.forms import (
 )
 from console.params import is_htmx
 from console.present import throughput
-from console.present.lag import TopicConsumer, topic_consumers
+from console.present.lag import TopicConsumer, TopicReaders, readers_by_topic, topic_consumers
 from console.present.listing import csv_download, make_listing, wants_csv
 from console.present.schema_choices import topic_schemas
 
@@ -42,6 +42,8 @@ COLUMNS: dict[str, Any] = {
     "under_replicated": lambda t: t.under_replicated,
     "offline": lambda t: t.offline,
     "under_min_isr": lambda t: t.under_min_isr,
+    "consumers": lambda t: t.groups,
+    "lag": lambda t: t.lag,
 }
 
 
@@ -54,7 +56,22 @@ LABELS = {
     "under_replicated": "Under-replicated",
     "offline": "Offline",
     "under_min_isr": "Under min ISR",
+    "consumers": "Groups",
+    "lag": "Lag",
 }
+
+
+class ListedTopic:
+    """A row of the topics list: the topic's summary, with its consuming groups and their total lag from the
+    lag sampler's latest sample (None: not known)."""
+
+    def __init__(self, summary: TopicSummary, readers: TopicReaders | None, sampled: bool) -> None:
+        self.summary = summary
+        self.groups = (readers.groups if readers else 0) if sampled else None
+        self.lag = readers.lag if readers else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.summary, name)
 
 
 def _internal(request: HttpRequest) -> bool:
@@ -69,7 +86,9 @@ def _internal(request: HttpRequest) -> bool:
 @page_view
 def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
     internal = _internal(request)
-    rows: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
+    found: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
+    readers, sampled_at = readers_by_topic(cluster)
+    rows = [ListedTopic(t, readers.get(t.name), sampled_at is not None) for t in found]
     listing = make_listing(
         request.GET,
         rows,
@@ -82,7 +101,13 @@ def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
     )
     if wants_csv(request.GET):
         return csv_download(listing, f"{cluster}-topics.csv")
-    context = {"cluster": cluster, "listing": listing, "internal": internal, "all_count": len(rows)}
+    context = {
+        "cluster": cluster,
+        "listing": listing,
+        "internal": internal,
+        "all_count": len(rows),
+        "sampled_at": sampled_at,
+    }
     template = "topics/_table.html" if is_htmx(request) else "topics/list.html"
     return render(request, template, context)
 
@@ -338,7 +363,22 @@ def api_topic_list(request: HttpRequest, cluster: str) -> Any:
     rows = topics.get_topics(get_connection(cluster), include_internal=_internal(request))
     query = request.GET.get("q", "").lower()
     kept = [t for t in rows if query in t.name.lower()]
-    return {"count": len(kept), "topics": [t.as_dict() for t in kept]}
+    readers, sampled_at = readers_by_topic(cluster)
+
+    def listed(t: TopicSummary) -> dict[str, Any]:
+        found = readers.get(t.name)
+        known = sampled_at is not None
+        return {
+            **t.as_dict(),
+            "consumer_groups": (found.groups if found else 0) if known else None,
+            "lag": found.lag if found else None,
+        }
+
+    return {
+        "count": len(kept),
+        "topics": [listed(t) for t in kept],
+        "lag_sampled_at": sampled_at.isoformat() if sampled_at else None,
+    }
 
 
 @require_GET

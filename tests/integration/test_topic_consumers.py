@@ -11,6 +11,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from broker.local import launcher
+from console.background.lag_sampler import sample_once
 from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
@@ -74,3 +75,44 @@ def test_the_groups_reading_a_topic_with_their_lag_on_it(
         in client.get(f"/clusters/local/topics/{lonely}/consumers/").content.decode()
     )
     assert client.get("/clusters/local/topics/no-such-topic-here/consumers/").status_code == 404
+
+
+def test_the_topics_list_shows_each_topics_groups_and_total_lag_from_the_last_sample(
+    kafka_cluster: launcher.ClusterLayout, clusters_reset: None
+) -> None:
+    client: Client = logged_in("viewer")
+    topic, lonely = create_topic(unique("listed"), partitions=2), create_topic(unique("listed-none"), partitions=1)
+    produce(topic, [(None, b"a%d" % i) for i in range(9)], partition=0)
+    produce(topic, [(None, b"b%d" % i) for i in range(4)], partition=1)
+    first, second = unique("g-listed-1"), unique("g-listed-2")
+    commit(first, {TopicPartition(topic, 0): 2, TopicPartition(topic, 1): 4})
+    commit(second, {TopicPartition(topic, 0): 5})
+
+    # Nothing sampled yet (the tests' sampler is off): the list says it does not know rather than "0".
+    before = client.get("/api/clusters/local/topics/", {"q": topic}).json()
+    assert before["lag_sampled_at"] is None
+    assert before["topics"][0]["consumer_groups"] is None
+    assert (
+        "the lag sampler has stored no sample" in client.get("/clusters/local/topics/", {"q": topic}).content.decode()
+    )
+
+    deadline = time.monotonic() + 30  # a KRaft cluster may still be moving group coordinators
+    while True:
+        sample_once()
+        body = client.get("/api/clusters/local/topics/", {"q": "listed"}).json()
+        rows = {t["name"]: t for t in body["topics"]}
+        if rows[topic]["consumer_groups"] == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert body["lag_sampled_at"] is not None
+    assert (rows[topic]["consumer_groups"], rows[topic]["lag"]) == (2, (9 - 2) + (4 - 4) + (9 - 5))
+    assert (rows[lonely]["consumer_groups"], rows[lonely]["lag"]) == (0, None)
+
+    page = client.get("/clusters/local/topics/", {"q": topic, "sort": "lag", "dir": "desc"}).content.decode()
+    assert f'href="/clusters/local/topics/{topic}/#consumers">2</a>' in page
+    assert ">11<" in page
+    assert "as of the lag sampler's last sample" in page
+    csv = client.get("/clusters/local/topics/", {"q": topic, "format": "csv"}).content.decode()
+    header, row = csv.splitlines()[:2]
+    assert header.endswith("consumers,lag")
+    assert row.endswith(",2,11")
