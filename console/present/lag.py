@@ -101,6 +101,7 @@ class TopicConsumer:
     lag_ms: int | None
     status: str
     reason: str
+    unknown_lag: int = 0  # partitions of the topic with an offset of the group whose lag is not known now
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +113,7 @@ class TopicConsumer:
             "lag_ms": self.lag_ms,
             "status": self.status,
             "reason": self.reason,
+            "unknown_lag_partitions": self.unknown_lag,
         }
 
 
@@ -137,6 +139,7 @@ def topic_consumers(cluster: str, groups: list[GroupLag], topic: str) -> list[To
                 lag_ms=max(ages) if ages else None,
                 status=worst.status if worst is not None else "NOT_EVALUATED",
                 reason=worst.reason if worst is not None else "",
+                unknown_lag=len(mine) - len(lags),
             )
         )
     found.sort(key=lambda c: (-(c.lag or 0), c.group_id))

@@ -15,7 +15,7 @@ from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from console.present.navigation import section_links
+from console.present.navigation import SectionLink, section_links
 
 register = template.Library()
 
@@ -29,6 +29,7 @@ TOPIC_TABS = {
     "search": "topic-search",
     "tail": "topic-tail",
     "produce": "topic-produce",
+    "acls": "topic-acls",
 }
 
 
@@ -93,3 +94,46 @@ def _section_nav(cluster: str, mode: str | None, role: str, manages_users: bool,
             f'<span class="nav-group-title" aria-hidden="true">{title}</span> {" ".join(links)}</div>'
         )
     return mark_safe('<nav class="sections" aria-label="Sections">' + "".join(groups) + "</nav>")  # noqa: S308
+
+
+class Name(str):
+    """A crumb that names a thing (a topic, a group, a file): drawn in the monospace font."""
+
+    __slots__ = ()
+
+
+@register.filter
+def as_name(value: object) -> Name:
+    """``{% crumbs topic|as_name … %}``: the crumb is a name, drawn as one."""
+    return Name(value)
+
+
+@register.simple_tag(takes_context=True)
+def crumbs(context: Context, *trail: object) -> SafeString:
+    """A page's breadcrumb, drawn alike on every page below a section: the section (its title and address as the
+    navigation has them), then ``trail``: a label and its address for each page in between, then the page's own
+    label (not a link). ``{% crumbs group_id|as_name group_url "reset offsets" %}``; a step whose address is empty is
+    drawn as plain text."""
+    section = _section_link(context.get("nav_sections_cluster"), context.get("nav_section"))
+    items = list(trail)
+    own = items.pop() if len(items) % 2 else None
+    parts = [f'<a href="{escape(section.href)}">{escape(section.title)}</a>'] if section else []
+    for label, href in zip(items[::2], items[1::2], strict=True):
+        if href:
+            parts.append(f'<a{_name_class(label)} href="{escape(str(href))}">{escape(str(label))}</a>')
+        else:  # a step with no page of its own (a Connect worker)
+            parts.append(f"<span{_name_class(label)}>{escape(str(label))}</span>")
+    if own is not None and str(own):
+        parts.append(f'<span{_name_class(own)} aria-current="page">{escape(str(own))}</span>')
+    separator = ' <span class="crumb-sep" aria-hidden="true">/</span> '
+    return mark_safe(f'<nav class="crumbs" aria-label="Breadcrumb">{separator.join(parts)}</nav>')  # noqa: S308
+
+
+def _name_class(label: object) -> str:
+    return ' class="mono"' if isinstance(label, Name) else ""
+
+
+def _section_link(cluster: str | None, key: str | None) -> SectionLink | None:
+    if not cluster or not key:
+        return None
+    return next((s for g in section_links(cluster) for s in g.links if s.key == key), None)

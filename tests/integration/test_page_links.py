@@ -46,3 +46,74 @@ def test_the_partition_picker_and_the_sections_lead_where_they_say(kafka_cluster
         # 503: a section whose service is not running for this test (Connect, the registry) says so.
         assert answer.status_code in (200, 503), (href, answer.status_code)
         assert "<title>" in answer.content.decode(), href
+
+
+def crumb_trail(html: str) -> list[tuple[str | None, str]]:
+    """(address or None for the page itself, text) of each step of the page's breadcrumb."""
+    nav = re.search(r'<nav class="crumbs" aria-label="Breadcrumb">(.*?)</nav>', html, re.S)
+    assert nav is not None, "no breadcrumb"
+    steps = re.findall(
+        r'<a(?: class="mono")? href="([^"]+)">([^<]+)</a>|<span(?: class="mono")? aria-current="page">([^<]+)</span>',
+        nav.group(1),
+    )
+    return [(href or None, text or own) for href, text, own in steps]
+
+
+def test_every_page_below_a_section_draws_one_breadcrumb_from_that_section_and_topic_pages_one_set_of_tabs(
+    kafka_cluster: launcher.ClusterLayout,
+) -> None:
+    client = logged_in("admin")
+    topic = create_topic(unique("crumbs"), partitions=2, replication=1)
+    produce(topic, [(None, b"v")], partition=0)
+    base = f"/clusters/local/topics/{topic}/"
+    expected_tabs = None
+    for path in (
+        "",
+        "messages/",
+        "partitions/1/",
+        "partitions/0/offsets/0/",
+        "find-key/",
+        "search/",
+        "tail/",
+        "produce/",
+        "acls/",
+    ):
+        html = client.get(base + path).content.decode()
+        trail = crumb_trail(html)
+        assert trail[0] == ("/clusters/local/topics/", "Topics"), path
+        assert trail[1][1] == topic
+        assert trail[1][0] == (None if path == "" else base), path  # the topic page itself is not a link to itself
+        tabs = hrefs(html, "Topic")
+        expected_tabs = expected_tabs or tabs
+        assert tabs == expected_tabs, path  # the same tabs, in the same order, on every page of a topic
+        current = re.search(
+            r'<nav class="tabs" aria-label="Topic">.*?<a href="([^"]+)" [^>]*aria-current="page"', html, re.S
+        )
+        assert current is not None, path
+    assert [text for _, text in expected_tabs or []] == [
+        "Overview",
+        "Messages",
+        "By partition",
+        "Find by key",
+        "Search",
+        "Live tail",
+        "ACLs",
+        "Produce",
+    ]
+    # Pages below other sections: the section as the navigation names it, then the page.
+    below = {
+        "/clusters/local/brokers/0/configs/": ("Broker configs", "broker 0"),
+        "/clusters/local/brokers/0/logdirs/": ("Disks", "broker 0"),
+        "/clusters/local/reassign/": ("Replication", "reassign partitions"),
+        "/clusters/local/topics-new/": ("Topics", "new topic"),
+        "/clusters/local/transactions/hanging/": ("Transactions", "hanging transactions"),
+        "/clusters/local/acls/new/": ("ACLs", "create ACLs"),
+        "/clusters/local/analytics/sql/": ("Analytics", "SQL"),
+    }
+    sections = dict((title, href) for href, title in hrefs(client.get(base).content.decode(), "Sections"))
+    for path, (section, own) in below.items():
+        answer = client.get(path)
+        assert answer.status_code == 200, (path, answer.status_code)
+        trail = crumb_trail(answer.content.decode())
+        assert trail[0] == (sections[section], section), path
+        assert trail[-1] == (None, own), path
