@@ -5,6 +5,7 @@ or the controller's DescribeConfigs on ZooKeeper)."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,11 @@ class BrokerInfo:
     answering: bool = True
     # KRaft: registered but fenced (stopped, or lost its session with the controller): not alive.
     fenced: bool = False
+    # Leader balance: partitions it leads now, partitions it is the preferred leader of (first replica),
+    # and replicas it holds (internal topics included).
+    leaders: int = 0
+    preferred: int = 0
+    replicas: int = 0
 
     @property
     def address(self) -> str:
@@ -78,6 +84,8 @@ class ClusterOverview:
     controller_is_broker: bool = True
     # A ZooKeeper address configured for a cluster that turned out to run in KRaft mode (ignored).
     zookeeper_ignored: str | None = None
+    # Partitions with a leader that is not their preferred one (a preferred election would move them back).
+    not_preferred: int = 0
 
     @property
     def fetched_at_ms(self) -> int:
@@ -114,6 +122,9 @@ class ClusterOverview:
                     "answering": b.answering,
                     "fenced": b.fenced,
                     "is_controller": b.is_controller,
+                    "leaders": b.leaders,
+                    "preferred_leader_of": b.preferred,
+                    "replicas": b.replicas,
                 }
                 for b in self.brokers
             ],
@@ -122,6 +133,7 @@ class ClusterOverview:
             "partitions": self.partitions,
             "under_replicated_partitions": self.under_replicated,
             "offline_partitions": self.offline,
+            "not_on_preferred_leader": self.not_preferred,
             "fetched_at": self.fetched_at_ms,
         }
 
@@ -226,8 +238,11 @@ def build_overview(
     alive = {b: where for b, where in listed.items() if b not in fenced}
     conn.note_alive(set(alive))
 
-    partitions = under_replicated = offline = internal = 0
+    partitions = under_replicated = offline = internal = not_preferred = 0
     referenced: set[int] = set()
+    leads: Counter[int] = Counter()
+    preferred: Counter[int] = Counter()
+    held: Counter[int] = Counter()
     for topic in topics:
         if topic.get("is_internal"):
             internal += 1
@@ -235,8 +250,16 @@ def build_overview(
             partitions += 1
             replicas = p.get("replica_nodes") or []
             referenced.update(replicas)
-            if p.get("leader_id", -1) < 0:
+            held.update(replicas)
+            leader = p.get("leader_id", -1)
+            if replicas:
+                preferred[replicas[0]] += 1
+            if leader < 0:
                 offline += 1
+            else:
+                leads[leader] += 1
+                if replicas and leader != replicas[0]:
+                    not_preferred += 1
             if len(p.get("isr_nodes") or []) < len(replicas):
                 under_replicated += 1
 
@@ -255,6 +278,9 @@ def build_overview(
                 fenced=broker_id in fenced,
                 is_controller=broker_id == controller and (identity.mode != KRAFT or identity.controller_is_broker),
                 answering=broker_id in alive and broker_id not in silent,
+                leaders=leads[broker_id],
+                preferred=preferred[broker_id],
+                replicas=held[broker_id],
             )
         )
     return ClusterOverview(
@@ -273,4 +299,5 @@ def build_overview(
         features=identity.features,
         controller_is_broker=identity.controller_is_broker if identity.mode == KRAFT else controller is not None,
         zookeeper_ignored=conn.config.zookeeper_connect if identity.mode == KRAFT else None,
+        not_preferred=not_preferred,
     )

@@ -147,6 +147,10 @@ def test_preferred_leader_election_brings_leadership_back_after_a_failover(
             )["isr"]
         ),
     )
+    overview = client.get("/api/clusters/local/").json()
+    assert overview["not_on_preferred_leader"] >= 1  # this partition at least, led by another replica now
+    # One metadata answer: every partition with a leader is counted once, on its leader.
+    assert sum(b["leaders"] for b in overview["brokers"]) == overview["partitions"] - overview["offline_partitions"]
     answer = post(client, "elections/", {"type": "preferred", "partitions": [{"topic": name, "partition": 0}]})
     assert answer.status_code == 200, answer.content
     [result] = answer.json()["results"]

@@ -38,6 +38,27 @@ def test_it_counts_partitions_by_health_and_separates_internal_topics() -> None:
     assert [b.is_controller for b in o.brokers] == [False, True, False]
 
 
+def test_leader_balance_counts_what_each_broker_leads_against_what_it_is_preferred_for() -> None:
+    conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
+    topics = [
+        {
+            "name": "a",
+            "is_internal": False,
+            "partitions": [
+                partition(0, 1, [1, 2, 3], [1, 2, 3]),  # on its preferred leader
+                partition(1, 3, [2, 3, 1], [3, 1]),  # broker 2 failed over: 3 leads in its place
+                partition(2, 3, [3, 1, 2], [3, 1, 2]),
+                partition(3, -1, [2], []),  # offline: nobody leads it, and it is not "off preferred" either
+            ],
+        },
+    ]
+    o = build_overview(conn, cluster([1, 2, 3], controller=1), topics, Identity("zookeeper"))
+    assert o.not_preferred == 1
+    assert [(b.id, b.leaders, b.preferred, b.replicas) for b in o.brokers] == [(1, 1, 1, 3), (2, 0, 2, 4), (3, 2, 1, 3)]
+    assert o.as_dict()["not_on_preferred_leader"] == 1
+    assert o.as_dict()["brokers"][2]["preferred_leader_of"] == 1
+
+
 def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -> None:
     conn = ClusterConnection(ClusterConfig("t", ("h:1",)))
     build_overview(conn, cluster([1, 2, 3], controller=1), [], Identity("zookeeper"))
@@ -54,6 +75,9 @@ def test_a_broker_that_stopped_is_still_listed_as_down_with_its_last_address() -
         "answering": False,
         "fenced": False,
         "is_controller": False,
+        "leaders": 0,
+        "preferred_leader_of": 0,
+        "replicas": 0,
     }
 
 
