@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 import kafka.errors
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, TopicPartition
 from kafka.protocol.consumer import FetchRequest
 from kafka.record import MemoryRecords
 
@@ -671,3 +671,14 @@ def records_given(
         counted = sum(1 for m in read[where] if start <= m.offset < stop)
         result[key] = counted + max(0, stop - max(start, reached[where]))
     return result
+
+
+def offsets_for_time(conn: ClusterConnection, topic: str, partitions: list[int], at_ms: int) -> dict[int, int]:
+    """Each of ``partitions``' first offset with a timestamp at or after ``at_ms`` (ListOffsets, one request per
+    leader); a partition with none is left out."""
+
+    def lookup(admin: KafkaAdminClient) -> dict[int, int]:
+        answer = admin.list_partition_offsets({TopicPartition(topic, p): at_ms for p in partitions})
+        return {tp.partition: int(o.offset) for tp, o in answer.items() if o is not None and o.offset >= 0}
+
+    return conn.call(lookup, "offset lookup by time", retry=True)

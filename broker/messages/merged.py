@@ -22,11 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import kafka.errors
-from kafka import KafkaAdminClient, TopicPartition
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError, PartitionNotFound
-from broker.messages.log import Message, PartitionLog, hidden_reason
+from broker.messages.log import Message, PartitionLog, hidden_reason, offsets_for_time
 from broker.topics.read import PartitionInfo, get_topic_partitions
 
 ORDERS = ("newest", "oldest")
@@ -178,17 +177,6 @@ def _merge(reads: dict[int, _Read], direction: str, limit: int) -> list[Message]
     return taken
 
 
-def _offsets_for_time(conn: ClusterConnection, topic: str, partitions: list[int], at_ms: int) -> dict[int, int]:
-    """Each partition's first offset with a timestamp at or after ``at_ms``, in one request per leader;
-    partitions without one are left out."""
-
-    def lookup(admin: KafkaAdminClient) -> dict[int, int]:
-        answer = admin.list_partition_offsets({TopicPartition(topic, p): at_ms for p in partitions})
-        return {tp.partition: int(o.offset) for tp, o in answer.items() if o is not None and o.offset >= 0}
-
-    return conn.call(lookup, "offset lookup by time", retry=True)
-
-
 def get_merged(
     conn: ClusterConnection,
     topic: str,
@@ -292,7 +280,7 @@ def _positions(
         given = {p: cursor.positions.get(p, start) for p, (start, _) in bounds.items()}
     elif timestamp_ms is not None:
         at = timestamp_ms + 1 if direction == BEFORE else timestamp_ms
-        found = _offsets_for_time(conn, topic, sorted(bounds), at) if bounds else {}
+        found = offsets_for_time(conn, topic, sorted(bounds), at) if bounds else {}
         given = {p: found.get(p, end) for p, (_, end) in bounds.items()}
     else:
         given = {p: (end if direction == BEFORE else start) for p, (start, end) in bounds.items()}

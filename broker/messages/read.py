@@ -14,11 +14,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import kafka.errors
-from kafka import KafkaAdminClient, TopicPartition
+from kafka import TopicPartition
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, NotFound, PartitionNotFound, PartitionUnavailable
-from broker.messages.log import ISOLATIONS, Message, OffsetOutOfRange, PartitionLog, hidden_reason, visible
+from broker.messages.log import (
+    ISOLATIONS,
+    Message,
+    OffsetOutOfRange,
+    PartitionLog,
+    hidden_reason,
+    offsets_for_time,
+    visible,
+)
 from broker.topics.read import PartitionInfo, get_topic_leaders, get_topic_partitions
 
 MAX_PAGE = 500
@@ -119,12 +127,7 @@ def _reading(conn: ClusterConnection, topic: str, partitions: str) -> Iterator[N
 
 
 def _offset_for_time(conn: ClusterConnection, tp: TopicPartition, timestamp_ms: int) -> int | None:
-    def lookup(admin: KafkaAdminClient) -> int | None:
-        answer = admin.list_partition_offsets({tp: timestamp_ms})
-        found = answer.get(tp)
-        return int(found.offset) if found is not None and found.offset >= 0 else None
-
-    return conn.call(lookup, "offset lookup by time", retry=True)
+    return offsets_for_time(conn, tp.topic, [tp.partition], timestamp_ms).get(tp.partition)
 
 
 def _listed(message: Message, isolation: str) -> bool:

@@ -395,20 +395,24 @@ def _describe_configs(
     return described
 
 
+def ends_and_sizes(
+    admin: KafkaAdminClient, conn: ClusterConnection, topics: list[dict[str, Any]]
+) -> tuple[dict[TopicPartition, int], list[TopicPartition], dict[TopicPartition, int], dict[tuple[str, int, int], int]]:
+    """What a listing and a throughput look both ask of ``topics`` (their metadata): each partition's leader (-1:
+    none), the partitions with a leader, their end offsets (silent leaders left out) and every replica's size on
+    the live brokers ({(topic, partition, broker): bytes})."""
+    leaders = topic_leaders(topics)
+    readable = [tp for tp, leader in leaders.items() if leader >= 0]
+    ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
+    brokers = [b["broker_id"] for b in live_brokers(admin, conn)]
+    return leaders, readable, ends, replica_sizes(admin, conn, brokers, topics)
+
+
 def _collect(
     admin: KafkaAdminClient, conn: ClusterConnection, topics: list[dict[str, Any]]
 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int], dict[tuple[str, int, int], int], dict[str, int]]:
-    readable = [
-        TopicPartition(t["name"], p["partition_index"])
-        for t in topics
-        for p in _partitions_of(t)
-        if p.get("leader_id", -1) >= 0
-    ]
-    leaders = topic_leaders(topics)
+    leaders, readable, ends, sizes = ends_and_sizes(admin, conn, topics)
     starts = partition_offsets(admin, conn, readable, OffsetSpec.EARLIEST, leaders)
-    ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
-    brokers = [b["broker_id"] for b in live_brokers(admin, conn)]
-    sizes = replica_sizes(admin, conn, brokers, topics)
     # A partition whose ISR holds every replica cannot be under its minimum ISR, so the
     # setting is only needed for topics with a shrunken ISR: asking every topic for it
     # costs the broker more than all the other requests of a listing together.

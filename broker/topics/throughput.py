@@ -14,10 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
-from kafka.admin import OffsetSpec
 
-from broker.client.connection import ClusterConnection, live_brokers
-from broker.topics.read import partition_offsets, replica_sizes, topic_leaders
+from broker.client.connection import ClusterConnection
+from broker.topics.read import ends_and_sizes
 
 
 @dataclass(frozen=True)
@@ -37,12 +36,8 @@ def look(conn: ClusterConnection) -> Look:
 
     def fetch(admin: KafkaAdminClient) -> Look:
         topics = [t for t in admin.describe_topics() if not t.get("is_internal")]
-        leaders = topic_leaders(topics)
-        readable = [tp for tp, leader in leaders.items() if leader >= 0]
         at_ms = int(time.time() * 1000)
-        ends = partition_offsets(admin, conn, readable, OffsetSpec.LATEST, leaders)
-        brokers = [b["broker_id"] for b in live_brokers(admin, conn)]
-        sizes = replica_sizes(admin, conn, brokers, topics)
+        leaders, _, ends, sizes = ends_and_sizes(admin, conn, topics)
         disk: dict[int, int] = defaultdict(int)
         for (_, _, broker), size in sizes.items():
             disk[broker] += size

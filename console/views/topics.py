@@ -27,7 +27,7 @@ from console.forms import (
     DeleteTopicForm,
     body_form,
 )
-from console.params import is_htmx
+from console.params import choice_param, is_htmx
 from console.present import throughput
 from console.present.lag import TopicConsumer, TopicReaders, readers_by_topic, topic_consumers
 from console.present.listing import csv_download, make_listing, wants_csv
@@ -385,7 +385,13 @@ def api_topic_list(request: HttpRequest, cluster: str) -> Any:
 @api_view
 def api_topic_detail(request: HttpRequest, cluster: str, topic: str) -> Any:
     detail = topics.get_topic(get_connection(cluster), topic).as_dict()
-    consumers, error = _consumers(cluster, topic)
+    # ?consumers=0: a script that wants the partitions only does not pay for the listing of every group.
+    consumers: list[TopicConsumer] | None
+    error: str | None
+    if choice_param(request, "consumers", ("1", "0"), "1") == "0":
+        consumers, error = None, "not asked for (consumers=0)"
+    else:
+        consumers, error = _consumers(cluster, topic)
     return {
         **detail,
         "consumers": [c.as_dict() for c in consumers] if consumers is not None else None,

@@ -56,6 +56,11 @@ def test_the_groups_reading_a_topic_with_their_lag_on_it(
         done
     )
 
+    skipped = client.get(f"/api/clusters/local/topics/{topic}/", {"consumers": "0"}).json()
+    assert (skipped["consumers"], skipped["consumers_error"]) == (None, "not asked for (consumers=0)")
+    assert len(skipped["partitions"]) == 2
+    assert client.get(f"/api/clusters/local/topics/{topic}/", {"consumers": "maybe"}).status_code == 400
+
     page = client.get(f"/clusters/local/topics/{topic}/")
     assert 'hx-get="/clusters/local/topics/' in page.content.decode()
     # Right after the commits, a KRaft cluster may still be moving group coordinators: the part says so, and
