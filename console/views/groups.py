@@ -21,10 +21,11 @@ from console.changes import groups as group_changes
 from console.config.clusters import get_configs, get_connection
 from console.errors import api_view, page_view, status_of
 from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm, reset_spec
-from console.live.fragments import group_context, groups_context
+from console.live.fragments import GROUP_CSV, group_context, groups_context
 from console.params import choice_param, is_htmx, json_object
 from console.present import spreadsheet
 from console.present.lag import RANGES, history_series, verdicts
+from console.present.listing import csv_file, wants_csv
 
 # The lag report's formats; the URL's extension must be one of them (it names the download too).
 EXPORT_FORMATS = ("csv", "json")
@@ -48,6 +49,8 @@ EXPORT_COLUMNS = [
 @page_view
 def group_list(request: HttpRequest, cluster: str) -> HttpResponse:
     context = groups_context(cluster, request.GET)
+    if wants_csv(request.GET) and context.get("listing") is not None:
+        return csv_file(GROUP_CSV, context["listing"].everything, f"{cluster}-groups.csv")
     template = "groups/_table.html" if is_htmx(request) else "groups/list.html"
     return render(
         request, template, {**context, "live_interval": settings.KAZAMI_LIVE_INTERVAL}, status=context["status"]

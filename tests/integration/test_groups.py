@@ -151,6 +151,14 @@ def test_the_list_page_and_api_show_groups_with_filter_and_hide_empty(client: Cl
     hidden = client.get("/clusters/local/groups/", {"q": prefix, "hide_empty": "1"}).content.decode()
     assert f"{prefix}-a" not in hidden
     assert f"No group with members matches “{prefix}”." in hidden
+    assert "format=csv" in html  # the pager links to the list as CSV
+    sheet = client.get("/clusters/local/groups/", {"q": prefix, "sort": "lag", "dir": "desc", "format": "csv"})
+    assert sheet["Content-Type"].startswith("text/csv")
+    lines = sheet.content.decode().splitlines()
+    assert lines[0] == "group,state,protocol,members,topics,lag,lag_ms,status"
+    rows = [line.split(",") for line in lines[1:]]
+    assert [(r[0], r[4], r[5]) for r in rows] == [(f"{prefix}-a", name, "5"), (f"{prefix}-b", name, "2")]
+    assert {r[7] for r in rows} <= {"OK", "WARN", "ERR", "NOT_EVALUATED", "STOP", "STALL", "REWIND"}
 
 
 def test_an_unknown_group_is_404(client: Client) -> None:
