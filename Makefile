@@ -115,7 +115,7 @@ run: install ## start the embedded Kafka cluster with demo data and serve the co
 	SCHEMA_REGISTRY_URL=$${SCHEMA_REGISTRY_URL-$(REGISTRY_URL)} \
 	KAZAMI_SPARK_REMOTE=$${KAZAMI_SPARK_REMOTE-$$($(PY) -m analytics server remote --data $(SPARK_DATA))} \
 	KAZAMI_SPARK_UI_URL=$${KAZAMI_SPARK_UI_URL-http://127.0.0.1:$$(( $(SPARK_PORT) + 1 ))} \
-	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) $(PY) -m console.serve --host $(HOST) --port $(PORT)
+	KAZAMI_EMBEDDED_CLUSTER=$(EMBEDDED_DATA) KAZAMI_ALERT_PRIVATE_TARGETS=$${KAZAMI_ALERT_PRIVATE_TARGETS-loopback} KAZAMI_PUBLIC_URL=$${KAZAMI_PUBLIC_URL-http://$(HOST):$(PORT)} $(PY) -m console.serve --host $(HOST) --port $(PORT)
 
 test: install system-deps lint ## run the whole test suite on Kafka 3.9 + ZooKeeper, then the cluster suites on Kafka 4 KRaft
 	$(PY) -m pytest

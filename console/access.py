@@ -98,6 +98,10 @@ ACTIONS: dict[str, Action] = {
     "schemas.register": Action("change_topics", "register schemas"),
     "schemas.compatibility": Action("change_topics", "change schema compatibility"),
     "schemas.delete": Action("delete_topics", "delete schemas and subjects"),
+    # Alerts: operators write rules (what to watch); admins choose where alerts go (channels reach the outside).
+    "alerts.rule": Action("change_topics", "change alert rules"),
+    "alerts.channel": Action("reassign_partitions", "change alert channels"),
+    "alerts.test": Action("change_topics", "send a test alert"),
 }
 
 

@@ -270,3 +270,106 @@ class SavedQuery(models.Model):
 
     def __str__(self) -> str:
         return f"saved query {self.pk} {self.name!r} on {self.cluster} by {self.owner_name}"
+
+
+class AlertChannel(models.Model):
+    """Where alerts are sent: a webhook (plain JSON, Slack's or Teams' format). One for every cluster."""
+
+    name = models.CharField(max_length=120, unique=True)
+    kind = models.CharField(max_length=16, default="webhook")
+    url = models.CharField(max_length=2000)
+    format = models.CharField(max_length=8, default="json")
+    created_at = models.DateTimeField()
+    created_by = models.CharField(max_length=150)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"alert channel {self.name} ({self.kind}, {self.format})"
+
+
+class AlertRule(models.Model):
+    """A rule of a cluster (broker.alerts.rules): what it watches, for which subjects, from what threshold, for
+    how long before it fires, and where it is sent. ``builtin``: one a new deployment gets (offline partitions,
+    a broker gone), which admins may change or delete."""
+
+    cluster = models.CharField(max_length=63)
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=32)
+    severity = models.CharField(max_length=10, default="warning")
+    match = models.CharField(max_length=249, default="*")
+    topics = models.CharField(max_length=249, default="*")
+    statuses = models.JSONField(default=list)
+    threshold = models.FloatField(default=0)
+    for_s = models.FloatField(default=0)
+    channels = models.ManyToManyField(AlertChannel, blank=True, related_name="rules")
+    enabled = models.BooleanField(default=True)
+    builtin = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    created_by = models.CharField(max_length=150)
+
+    class Meta:
+        ordering = ["cluster", "name", "id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="one_alert_rule_name")]
+
+    def __str__(self) -> str:
+        return f"alert rule {self.name} on {self.cluster} ({self.kind})"
+
+
+class AlertState(models.Model):
+    """A subject that breaks a rule now: since when, and since when it fires (null: pending its ``for``). Kept in
+    the database so that a restart neither loses a firing alert nor sends it again."""
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="states")
+    subject = models.CharField(max_length=255)
+    breaking_since = models.DateTimeField()
+    firing_since = models.DateTimeField(null=True, blank=True)
+    value = models.FloatField(default=0)
+    text = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "subject"], name="one_alert_state")]
+
+    def __str__(self) -> str:
+        return f"{self.rule_id}/{self.subject}: {'firing' if self.firing_since else 'pending'}"
+
+
+class AlertEvent(models.Model):
+    """An alert that fired or resolved: the history, and what its deliveries are for."""
+
+    FIRING, RESOLVED, TEST = "firing", "resolved", "test"
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    cluster = models.CharField(max_length=63)
+    rule_name = models.CharField(max_length=120)  # kept when the rule is deleted
+    kind = models.CharField(max_length=32)
+    severity = models.CharField(max_length=10)
+    subject = models.CharField(max_length=255)
+    state = models.CharField(max_length=10)
+    at = models.DateTimeField(db_index=True)
+    since = models.DateTimeField()
+    value = models.FloatField(default=0)
+    text = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "at"], name="alert_event_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.rule_name} {self.subject} {self.state} at {self.at:%H:%M:%S}"
+
+
+class AlertDelivery(models.Model):
+    """One event sent to one channel: tried until it is taken, with back-off, up to a number of attempts."""
+
+    event = models.ForeignKey(AlertEvent, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.ForeignKey(AlertChannel, on_delete=models.CASCADE, related_name="deliveries")
+    attempts = models.IntegerField(default=0)
+    next_at = models.DateTimeField(null=True, blank=True)  # null: nothing more to try (delivered, or given up)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["next_at"], name="alert_delivery_due")]
+
+    def __str__(self) -> str:
+        return f"event {self.event_id} to {self.channel_id}: {'sent' if self.delivered_at else self.error or 'due'}"

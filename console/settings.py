@@ -216,6 +216,15 @@ KAZAMI_EVENT_RETENTION_HOURS = env_float("KAZAMI_EVENT_RETENTION_HOURS", 72.0, m
 # stop and start its brokers from the replication page.
 KAZAMI_EMBEDDED_CLUSTER = env_str("KAZAMI_EMBEDDED_CLUSTER", "")
 KAZAMI_LAG_RETENTION_HOURS = env_float("KAZAMI_LAG_RETENTION_HOURS", 24.0, minimum=0.1)
+# Alerts (console/background/alerts.py): evaluated by the sampler's lease holder every interval. Webhooks on
+# internal addresses are refused unless allowed here: "loopback" (what `make run` sets, for its demo) or "all".
+KAZAMI_ALERT_PRIVATE_TARGETS = env_str("KAZAMI_ALERT_PRIVATE_TARGETS", "")
+if KAZAMI_ALERT_PRIVATE_TARGETS not in ("", "loopback", "all"):
+    raise ConfigError("KAZAMI_ALERT_PRIVATE_TARGETS is empty, loopback or all.")
+# A delivery that fails is tried again after 5 s, 10 s, 20 s, ... up to this many attempts in all.
+KAZAMI_ALERT_ATTEMPTS = env_int("KAZAMI_ALERT_ATTEMPTS", 6, minimum=1)
+# The address of the console in an alert's link (e.g. https://kazami.example.com); no link when empty.
+KAZAMI_PUBLIC_URL = env_str("KAZAMI_PUBLIC_URL", "")
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
 KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)
 KAZAMI_LAG_ALLOWED = env_int("KAZAMI_LAG_ALLOWED", 0, minimum=0)

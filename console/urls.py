@@ -5,6 +5,7 @@ from django.urls import path, register_converter
 from console.params import Int32Converter, Int64Converter
 from console.views import access, analytics, disks, groups, messages, reassign, topics, zookeeper
 from console.views import acls as acl_views
+from console.views import alerts as alert_views
 from console.views import brokerconfigs as broker_config_views
 from console.views import cluster as cluster_views
 from console.views import connect as connect_views
@@ -165,6 +166,12 @@ urlpatterns = [
     path(f"api/{SUBJECT}", schema_views.api_subject, name="api-schema-subject"),
     # JSON API
     path("api/clusters/", cluster_views.api_clusters, name="api-clusters"),
+    path("api/alerts/channels/", alert_views.api_channels, name="api-alert-channels"),
+    path("api/alerts/channels/<int:channel>/", alert_views.api_channel_delete, name="api-alert-channel"),
+    path("api/alerts/channels/<int:channel>/test/", alert_views.api_channel_test, name="api-alert-channel-test"),
+    path(f"api/{CLUSTER}alerts/", alert_views.api_alerts, name="api-alerts"),
+    path(f"api/{CLUSTER}alerts/rules/", alert_views.api_rules, name="api-alert-rules"),
+    path(f"api/{CLUSTER}alerts/rules/<int:rule>/", alert_views.api_rule_delete, name="api-alert-rule"),
     path(f"api/{CLUSTER}", cluster_views.api_cluster, name="api-cluster"),
     path(f"api/{CLUSTER}quorum/", cluster_views.api_quorum, name="api-quorum"),
     path(f"api/{CLUSTER}replication/", cluster_views.api_replication, name="api-replication"),

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from broker.errors import KazamiError
 from broker.groups.lag import GroupLag, get_groups
-from console.background import throughput
+from console.background import alerts, throughput
 from console.config.clusters import get_configs, get_connection
 from console.models import LagSample, Lease
 from console.present.lag import verdicts
@@ -97,7 +97,12 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
             log.info("lag sampler: cluster %s skipped: %s", name, exc)
             continue
         stored[name] = store(name, groups, now)
+        try:
+            alerts.after_lag_sample(name, groups, now)
+        except Exception:  # an alert rule must never stop the sampling
+            log.exception("alerts: the group rules of %s failed", name)
     prune(now)
+    alerts.deliver_due()
     return stored
 
 

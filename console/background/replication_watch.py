@@ -30,6 +30,7 @@ from broker.errors import KazamiError
 from broker.replication.health import Event, Replication, diff, get_replication
 from broker.zk.client import zookeeper_address
 from broker.zk.watch import RegistryWatch
+from console.background import alerts
 from console.background.lag_sampler import acquire_lease
 from console.config.clusters import get_configs, get_connection
 from console.models import ReplicationEvent
@@ -68,6 +69,10 @@ def observe(cluster: str, via: str | None = None) -> list[Event]:
         if before is not None and snapshot.fetched_at_ms - before.fetched_at_ms > STALE_MS:
             before = None  # a look from long ago (this process just took the lease over): no baseline
         _last[cluster] = snapshot
+    try:
+        alerts.after_replication_look(cluster, snapshot)
+    except Exception:  # an alert rule must never stop the watch
+        log.exception("alerts: the replication rules of %s failed", cluster)
     events = diff(before, snapshot) if before is not None else []
     if via is not None:
         events = [replace(e, details={**e.details, "via": via}) for e in events]
@@ -247,6 +252,7 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
                 holds = True
                 names = list(get_configs())
                 watch_round(names, polled)
+                alerts.deliver_due()
                 if polled:
                     watches.ensure(names)
                     rounds += 1

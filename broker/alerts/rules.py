@@ -1,0 +1,211 @@
+"""Alert rules over what the console already knows of a cluster, and the life of an alert.
+
+A rule names a kind (what it watches), the subjects it applies to (a glob over group, topic or broker names), a
+threshold and a ``for`` duration. Each round, :func:`breaches` says which subjects break the rule now, from the
+round's facts (the groups' lag and statuses the lag sampler read, the replication snapshot the replication watch
+took): no request of its own. :func:`step` then moves each subject along: breaking for the first time makes it
+pending; pending for ``for_s`` makes it fire; a firing subject that no longer breaks resolves. Facts that were not
+known this round (a cluster that did not answer) change nothing: an alert neither fires nor resolves on silence.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.errors import InvalidInput
+from broker.groups.lag import GroupLag
+from broker.groups.lag_status import format_duration
+from broker.replication.health import Replication
+
+# kind -> (what its subjects are, the unit of its threshold, what it says), in the order a form offers them.
+KINDS: dict[str, tuple[str, str, str]] = {
+    "consumer_lag": ("group", "records", "a group's lag (summed over the partitions of its matching topics) over N"),
+    "consumer_lag_time": ("group", "seconds", "a group's oldest unread record older than N seconds"),
+    "lag_status": ("group", "", "a group's lag status one of the chosen (Burrow's STOP, STALL, REWIND, WARN)"),
+    "offline_partitions": ("topic", "partitions", "a topic with more than N partitions without a leader"),
+    "under_replicated": ("topic", "partitions", "a topic with more than N partitions missing an in-sync replica"),
+    "under_min_isr": ("topic", "partitions", "a topic with more than N partitions under min.insync.replicas"),
+    "broker_gone": ("broker", "", "a broker that holds replicas or was registered, not registered now"),
+}
+SEVERITIES = ("critical", "warning", "info")
+LAG_STATUSES = ("WARN", "STOP", "STALL", "REWIND")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: int
+    name: str
+    kind: str
+    threshold: float = 0
+    for_s: float = 0
+    match: str = "*"  # glob over the subject's name: a group id, a topic, a broker id
+    topics: str = "*"  # group kinds: the topics whose partitions count
+    statuses: tuple[str, ...] = ("STOP", "STALL", "REWIND")  # lag_status: the statuses that break it
+
+    @property
+    def subject_type(self) -> str:
+        return KINDS[self.kind][0]
+
+
+def check_rule(kind: Any, threshold: Any, for_s: Any, match: Any, topics: Any, statuses: Any) -> dict[str, Any]:
+    """A rule's fields as given (a form, a JSON body), checked: the kind known, numbers that are numbers and not
+    negative, globs that are text, statuses among Burrow's. Returns them typed; raises InvalidInput."""
+    if kind not in KINDS:
+        raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, not {str(kind)[:40]!r}.")
+    numbers = {}
+    for name, value, default in (("threshold", threshold, 0), ("for_s", for_s, 0)):
+        if value is None or value == "":
+            value = default
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"{name} must be a number, not {str(value)[:40]!r}.") from None
+        if not number >= 0 or number > 10**15:
+            raise InvalidInput(f"{name} must be a number from 0 up, not {str(value)[:40]!r}.")
+        numbers[name] = number
+    globs = {}
+    for name, value in (("match", match), ("topics", topics)):
+        text = "*" if value in (None, "") else value
+        if not isinstance(text, str) or len(text) > 249 or any(ord(c) < 32 for c in text):
+            raise InvalidInput(f"{name} must be a name or a glob such as orders-* (up to 249 characters).")
+        globs[name] = text.strip() or "*"
+    chosen: tuple[str, ...] = ("STOP", "STALL", "REWIND")
+    if statuses not in (None, "", []):
+        items = statuses.split(",") if isinstance(statuses, str) else statuses
+        if not isinstance(items, list | tuple) or not all(isinstance(s, str) for s in items):
+            raise InvalidInput("statuses must be a list of lag statuses.")
+        chosen = tuple(dict.fromkeys(s.strip().upper() for s in items if s.strip()))
+        unknown = [s for s in chosen if s not in LAG_STATUSES]
+        if unknown or not chosen:
+            raise InvalidInput(f"statuses must be among {', '.join(LAG_STATUSES)}, not {', '.join(unknown)[:80]!r}.")
+    return {"kind": kind, **numbers, **globs, "statuses": chosen}
+
+
+@dataclass(frozen=True)
+class Breach:
+    subject: str  # the group id, topic or broker id the rule is broken by
+    value: float  # what was measured (the lag, the seconds, the partitions; 1 for a status or a broker gone)
+    text: str  # one line for people
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one round knows of a cluster. None: not known this round (the cluster did not answer)."""
+
+    at_ms: int
+    groups: list[GroupLag] | None = None
+    statuses: dict[str, tuple[str, str]] = field(default_factory=dict)  # group -> (worst partition status, reason)
+    replication: Replication | None = None
+    # Brokers seen before (registered, or holding replicas), which a snapshot without them shows gone: a stopped
+    # broker of a ZooKeeper-mode cluster leaves the registry, and a cluster without topics names no replica.
+    known_brokers: frozenset[int] = frozenset()
+
+
+# Partition kinds: the PartitionReplicas property that marks a partition, and how a breach says it.
+_PARTITION_KINDS = {
+    "offline_partitions": ("offline", "without a leader"),
+    "under_replicated": ("under_replicated", "missing an in-sync replica"),
+    "under_min_isr": ("under_min_isr", "under min.insync.replicas"),
+}
+
+
+def _matches(name: str, glob: str) -> bool:
+    return glob in ("", "*") or fnmatch.fnmatchcase(name, glob)
+
+
+def breaches(rule: Rule, facts: Facts) -> dict[str, Breach] | None:
+    """The subjects that break ``rule`` now, or None when this round does not know (the facts it needs are
+    missing): states then stay as they are."""
+    kind = rule.kind
+    if KINDS[kind][0] == "group":
+        if facts.groups is None:
+            return None
+        return {b.subject: b for g in facts.groups if _matches(g.group_id, rule.match) for b in _group(rule, g, facts)}
+    if facts.replication is None:
+        return None
+    if kind == "broker_gone":
+        snapshot = facts.replication
+        known = set(snapshot.brokers) | {r for p in snapshot.partitions for r in p.replicas} | facts.known_brokers
+        return {
+            str(b): Breach(str(b), 1, f"broker {b} is not registered with the cluster")
+            for b in sorted(known)
+            if not snapshot.brokers.get(b, False) and _matches(str(b), rule.match)
+        }
+    attribute, what = _PARTITION_KINDS[kind]
+    counts: dict[str, int] = {}
+    for p in facts.replication.partitions:
+        if getattr(p, attribute) and _matches(p.topic, rule.match):
+            counts[p.topic] = counts.get(p.topic, 0) + 1
+    return {
+        topic: Breach(topic, n, f"{topic}: {n} partition{'s' if n != 1 else ''} {what}")
+        for topic, n in counts.items()
+        if n > rule.threshold
+    }
+
+
+def _group(rule: Rule, g: GroupLag, facts: Facts) -> list[Breach]:
+    parts = [p for p in g.partitions if p.committed is not None and _matches(p.topic, rule.topics)]
+    if not parts:
+        return []
+    if rule.kind == "consumer_lag":
+        lag = sum(p.lag or 0 for p in parts)
+        if lag > rule.threshold:
+            return [Breach(g.group_id, lag, f"{g.group_id} is {lag:,} records behind (over {rule.threshold:,.0f})")]
+        return []
+    if rule.kind == "consumer_lag_time":
+        ages = [p.lag_ms for p in parts if p.lag_ms is not None]
+        age_s = max(ages) / 1000 if ages else 0
+        if age_s > rule.threshold:
+            late = format_duration(int(age_s * 1000))
+            return [Breach(g.group_id, age_s, f"{g.group_id}'s oldest unread record is {late} old")]
+        return []
+    status, reason = facts.statuses.get(g.group_id, ("", ""))
+    if status in rule.statuses:
+        return [Breach(g.group_id, 1, f"{g.group_id} is {status}: {reason}" if reason else f"{g.group_id} is {status}")]
+    return []
+
+
+@dataclass(frozen=True)
+class Track:
+    """What is kept of a subject that breaks a rule: since when it breaks, and since when it fires (None:
+    pending, not firing yet)."""
+
+    breaking_since_ms: int
+    firing_since_ms: int | None = None
+    value: float = 0
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Transition:
+    subject: str
+    state: str  # "firing" or "resolved"
+    since_ms: int  # when it started breaking (firing) or fired (resolved)
+    value: float
+    text: str
+
+
+def step(
+    rule: Rule, tracks: dict[str, Track], found: dict[str, Breach] | None, now_ms: int
+) -> tuple[dict[str, Track], list[Transition]]:
+    """Move each subject of ``rule`` one round on: the tracks to keep and what fired or resolved. ``found`` None
+    (this round does not know) keeps every track as it is."""
+    if found is None:
+        return dict(tracks), []
+    kept: dict[str, Track] = {}
+    changes: list[Transition] = []
+    for subject, breach in found.items():
+        before = tracks.get(subject)
+        since = before.breaking_since_ms if before is not None else now_ms
+        firing = before.firing_since_ms if before is not None else None
+        if firing is None and now_ms - since >= rule.for_s * 1000:
+            firing = now_ms
+            changes.append(Transition(subject, "firing", since, breach.value, breach.text))
+        kept[subject] = Track(since, firing, breach.value, breach.text)
+    for subject, before in tracks.items():
+        if subject not in found and before.firing_since_ms is not None:
+            text = f"resolved: {before.text}" if before.text else "resolved"
+            changes.append(Transition(subject, "resolved", before.firing_since_ms, before.value, text))
+    return kept, changes

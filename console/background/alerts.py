@@ -1,0 +1,260 @@
+"""Alerts, evaluated where their facts are read: the group rules after each lag sample (the lag and statuses the
+sampler just read), the replication rules after each look of the replication watch (its snapshot), both in the
+process that holds the sampler's lease, with no request of their own. What breaks, fires and resolves is kept in
+the database (AlertState, AlertEvent), so a restart neither loses a firing alert nor sends it twice; each event
+is sent to the rule's channels (AlertDelivery), tried again with back-off when the target does not take it.
+
+The pure parts (which subjects break a rule, when a breach fires, what is posted) are broker.alerts'.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+
+from broker.alerts import deliver
+from broker.alerts.rules import KINDS, Facts, Rule, Track, breaches, step
+from broker.groups.lag import GroupLag
+from broker.replication.health import Replication
+from console.models import AlertDelivery, AlertEvent, AlertRule, AlertState
+from console.present.lag import verdicts
+
+log = logging.getLogger(__name__)
+
+# The rules every cluster gets the first time it is evaluated (admins may change them; a deleted one is kept
+# disabled, so that it is not made again).
+BUILTIN = (
+    ("Offline partitions", "offline_partitions", "critical"),
+    ("Broker gone", "broker_gone", "critical"),
+)
+# Deliveries tried in one go at the most (the rest wait for the next round).
+BATCH = 50
+_delivering = threading.Lock()
+# The brokers each cluster was seen with, in this process (what "gone" is measured against).
+_seen_brokers: dict[str, set[int]] = {}
+
+
+def spec(rule: AlertRule) -> Rule:
+    return Rule(
+        id=rule.pk,
+        name=rule.name,
+        kind=rule.kind,
+        threshold=rule.threshold,
+        for_s=rule.for_s,
+        match=rule.match or "*",
+        topics=rule.topics or "*",
+        statuses=tuple(rule.statuses) or ("STOP", "STALL", "REWIND"),
+    )
+
+
+def ensure_builtin(cluster: str) -> None:
+    have = set(AlertRule.objects.filter(cluster=cluster, builtin=True).values_list("kind", flat=True))
+    for name, kind, severity in BUILTIN:
+        if kind not in have and not AlertRule.objects.filter(cluster=cluster, name=name).exists():
+            AlertRule.objects.create(
+                cluster=cluster,
+                name=name,
+                kind=kind,
+                severity=severity,
+                builtin=True,
+                created_at=timezone.now(),
+                created_by="kazami",
+            )
+
+
+def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> list[AlertEvent]:
+    """The group rules of ``cluster`` over the groups the lag sampler just read."""
+    rules = _enabled(cluster, "group")
+    if not rules:
+        return []
+    statuses: dict[str, tuple[str, str]] = {}
+    if any(r.kind == "lag_status" for r in rules):
+        for group, verdict in verdicts(cluster, groups).items():
+            worst = verdict.worst
+            statuses[group] = (worst.status, worst.reason) if worst is not None else (verdict.status, verdict.reason)
+    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses)
+    return _evaluate(cluster, rules, facts, now)
+
+
+def after_replication_look(cluster: str, snapshot: Replication) -> list[AlertEvent]:
+    """The replication rules of ``cluster`` over the replication watch's new snapshot."""
+    ensure_builtin(cluster)
+    rules = _enabled(cluster, "replication")
+    if not rules:
+        return []
+    now = datetime.fromtimestamp(snapshot.fetched_at_ms / 1000, tz=timezone.get_current_timezone())
+    seen = _seen_brokers.setdefault(cluster, set())
+    seen.update(snapshot.brokers)
+    # A broker gone before a restart is still known: its state says so.
+    gone_before = AlertState.objects.filter(rule__cluster=cluster, rule__kind="broker_gone").values_list(
+        "subject", flat=True
+    )
+    known = frozenset(seen | {int(b) for b in gone_before if b.isdigit()})
+    facts = Facts(at_ms=snapshot.fetched_at_ms, replication=snapshot, known_brokers=known)
+    return _evaluate(cluster, rules, facts, now)
+
+
+def _enabled(cluster: str, source: str) -> list[AlertRule]:
+    kinds = [k for k, (subject, _, _) in KINDS.items() if (subject == "group") == (source == "group")]
+    return list(AlertRule.objects.filter(cluster=cluster, enabled=True, kind__in=kinds).prefetch_related("channels"))
+
+
+def _ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+def _at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.get_current_timezone())
+
+
+def _evaluate(cluster: str, rules: list[AlertRule], facts: Facts, now: datetime) -> list[AlertEvent]:
+    events: list[AlertEvent] = []
+    for rule in rules:
+        found = breaches(spec(rule), facts)
+        if found is None:
+            continue
+        with transaction.atomic():
+            stored = {s.subject: s for s in AlertState.objects.select_for_update().filter(rule=rule)}
+            tracks = {
+                subject: Track(_ms(s.breaking_since), _ms(s.firing_since) if s.firing_since else None, s.value, s.text)
+                for subject, s in stored.items()
+            }
+            kept, changes = step(spec(rule), tracks, found, facts.at_ms)
+            AlertState.objects.filter(rule=rule).exclude(subject__in=list(kept)).delete()
+            for subject, track in kept.items():
+                AlertState.objects.update_or_create(
+                    rule=rule,
+                    subject=subject[:255],
+                    defaults={
+                        "breaking_since": _at(track.breaking_since_ms),
+                        "firing_since": _at(track.firing_since_ms) if track.firing_since_ms is not None else None,
+                        "value": track.value,
+                        "text": track.text[:500],
+                    },
+                )
+            for change in changes:
+                event = AlertEvent.objects.create(
+                    rule=rule,
+                    cluster=cluster,
+                    rule_name=rule.name,
+                    kind=rule.kind,
+                    severity=rule.severity,
+                    subject=change.subject[:255],
+                    state=change.state,
+                    at=now,
+                    since=_at(change.since_ms),
+                    value=change.value,
+                    text=change.text[:500],
+                )
+                AlertDelivery.objects.bulk_create(
+                    [AlertDelivery(event=event, channel=c, next_at=now) for c in rule.channels.all()]
+                )
+                events.append(event)
+    return events
+
+
+def link(cluster: str, kind: str, subject: str) -> str:
+    """The page of what an alert is about, with KAZAMI_PUBLIC_URL before it (no link without that setting)."""
+    base = settings.KAZAMI_PUBLIC_URL.rstrip("/")
+    if not base:
+        return ""
+    subject_type = KINDS.get(kind, ("cluster", "", ""))[0]
+    try:
+        if subject_type == "group":
+            path = reverse("group-detail", kwargs={"cluster": cluster, "group": subject})
+        elif subject_type == "topic":
+            path = reverse("topic-detail", kwargs={"cluster": cluster, "topic": subject})
+        else:
+            path = reverse("cluster-overview", kwargs={"cluster": cluster})
+    except NoReverseMatch:
+        path = reverse("cluster-overview", kwargs={"cluster": cluster})
+    return base + path
+
+
+def alert_json(event: AlertEvent) -> dict[str, Any]:
+    """What a webhook is sent for ``event`` (and what the API lists)."""
+    subject_type = KINDS[event.kind][0] if event.kind in KINDS else "channel"  # a test names its channel
+    return {
+        "rule": event.rule_name,
+        "rule_id": event.rule_id,
+        "state": event.state,
+        "severity": event.severity,
+        "cluster": event.cluster,
+        "kind": event.kind,
+        subject_type: event.subject,
+        "subject": event.subject,
+        "value": event.value,
+        "since": event.since.isoformat(),
+        "at": event.at.isoformat(),
+        "link": link(event.cluster, event.kind, event.subject),
+        "text": event.text,
+    }
+
+
+def deliver_due(now: datetime | None = None) -> int:
+    """Send what is due (new events, and failed ones whose back-off is over); returns how many were taken.
+    One thread of the process delivers at a time (the sampler and the watch both call this)."""
+    if not _delivering.acquire(blocking=False):
+        return 0
+    try:
+        now = now or timezone.now()
+        due = list(
+            AlertDelivery.objects.filter(next_at__lte=now)
+            .select_related("event", "channel")
+            .order_by("next_at")[:BATCH]
+        )
+        taken = 0
+        for d in due:
+            taken += _try(d, timezone.now())
+        return taken
+    finally:
+        _delivering.release()
+
+
+def _try(d: AlertDelivery, now: datetime) -> int:
+    d.attempts += 1
+    try:
+        deliver.send(d.channel.url, d.channel.format, alert_json(d.event), settings.KAZAMI_ALERT_PRIVATE_TARGETS)
+    except deliver.DeliveryFailed as exc:
+        d.error = str(exc)[:500]
+        if d.attempts >= settings.KAZAMI_ALERT_ATTEMPTS:
+            d.next_at = None
+            d.error = f"gave up after {d.attempts} attempts: {d.error}"[:500]
+        else:
+            d.next_at = now + timedelta(seconds=5 * 2 ** (d.attempts - 1))
+        d.save(update_fields=["attempts", "error", "next_at"])
+        log.info("alert delivery %s to %s failed: %s", d.event_id, d.channel.name, d.error)
+        return 0
+    d.delivered_at, d.next_at, d.error = now, None, ""
+    d.save(update_fields=["attempts", "error", "next_at", "delivered_at"])
+    return 1
+
+
+def send_test(channel: Any, cluster: str, username: str) -> AlertDelivery:
+    """A test alert to ``channel`` now, kept in the history; the delivery says whether it was taken."""
+    now = timezone.now()
+    event = AlertEvent.objects.create(
+        cluster=cluster,
+        rule_name="test",
+        kind="test",
+        severity="info",
+        subject=channel.name,
+        state=AlertEvent.TEST,
+        at=now,
+        since=now,
+        text=f"A test from Kazami, sent by {username}: this channel works.",
+    )
+    delivery = AlertDelivery.objects.create(event=event, channel=channel, next_at=None)
+    delivery.attempts = 0
+    _try(delivery, now)
+    if delivery.delivered_at is None:  # a test is not tried again: its answer is the point
+        delivery.next_at = None
+        delivery.save(update_fields=["next_at"])
+    return delivery

@@ -1,0 +1,177 @@
+"""Alert channels and rules: made, changed and deleted through console.access.perform (checked and audited).
+Rules are the operators' (what to watch on a cluster, even a read-only one: a rule changes nothing in Kafka);
+channels the admins' (they send the console's words to an address outside it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Model
+from django.http import HttpRequest
+from django.utils import timezone
+
+from broker.alerts import deliver
+from broker.alerts.rules import KINDS, SEVERITIES, check_rule
+from broker.errors import AlreadyExists, InvalidInput, NotFound
+from console.access import perform
+from console.background import alerts
+from console.models import AlertChannel, AlertDelivery, AlertRule
+
+MAX_NAME = 120
+
+
+def _name(value: Any, what: str) -> str:
+    name = " ".join(value.split()) if isinstance(value, str) else ""
+    if not name:
+        raise InvalidInput(f"Give the {what} a name.")
+    if len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InvalidInput(f"A {what}'s name is up to {MAX_NAME} characters, without control characters.")
+    return name
+
+
+def _user(request: HttpRequest) -> str:
+    return request.user.get_username() if request.user.is_authenticated else "anonymous"
+
+
+def channel_json(c: AlertChannel) -> dict[str, Any]:
+    return {"id": c.pk, "name": c.name, "kind": c.kind, "url": c.url, "format": c.format}
+
+
+def create_channel(request: HttpRequest, body: dict[str, Any]) -> AlertChannel:
+    """A webhook channel (``kind`` "webhook"; ``format`` json, slack or teams). Raises InvalidInput, AlreadyExists,
+    Forbidden (audited)."""
+    params = {k: body.get(k) for k in ("name", "kind", "url", "format")}
+
+    def change() -> AlertChannel:
+        name = _name(body.get("name"), "channel")
+        kind = body.get("kind") or "webhook"
+        if kind != "webhook":
+            raise InvalidInput(f"kind must be webhook, not {str(kind)[:40]!r} (email is not offered yet).")
+        fmt = body.get("format") or "json"
+        if fmt not in deliver.FORMATS:
+            raise InvalidInput(f"format must be one of {', '.join(deliver.FORMATS)}, not {str(fmt)[:40]!r}.")
+        url = deliver.check_target(body.get("url"), settings.KAZAMI_ALERT_PRIVATE_TARGETS)
+        try:
+            with transaction.atomic():
+                return AlertChannel.objects.create(
+                    name=name, kind=kind, url=url, format=fmt, created_at=timezone.now(), created_by=_user(request)
+                )
+        except IntegrityError:
+            raise AlreadyExists(f"A channel named {name!r} exists already.") from None
+
+    return perform(request, "alerts.channel", None, str(body.get("name"))[:120], params, change, _made("channel"))
+
+
+def delete_channel(request: HttpRequest, channel_id: int) -> None:
+    channel = AlertChannel.objects.filter(pk=channel_id).first()
+    if channel is None:
+        raise NotFound(f"No alert channel {channel_id}.")
+    perform(request, "alerts.channel", None, channel.name, {"id": channel_id}, channel.delete, lambda _: "deleted")
+
+
+def test_channel(request: HttpRequest, cluster: str, channel_id: int) -> AlertDelivery:
+    channel = AlertChannel.objects.filter(pk=channel_id).first()
+    if channel is None:
+        raise NotFound(f"No alert channel {channel_id}.")
+    return perform(
+        request,
+        "alerts.test",
+        None,
+        channel.name,
+        {"id": channel_id, "cluster": cluster},
+        lambda: alerts.send_test(channel, cluster, _user(request)),
+        lambda d: "taken" if d.delivered_at else f"not taken: {d.error}",
+    )
+
+
+def rule_json(r: AlertRule) -> dict[str, Any]:
+    return {
+        "id": r.pk,
+        "cluster": r.cluster,
+        "name": r.name,
+        "kind": r.kind,
+        "severity": r.severity,
+        "match": r.match,
+        "topics": r.topics,
+        "statuses": list(r.statuses) if r.kind == "lag_status" else None,
+        "threshold": r.threshold,
+        "for_s": r.for_s,
+        "channels": [c.pk for c in r.channels.all()],
+        "enabled": r.enabled,
+        "builtin": r.builtin,
+        "firing": [
+            {"subject": s.subject, "since": s.firing_since.isoformat(), "value": s.value, "text": s.text}
+            for s in r.states.all()
+            if s.firing_since is not None
+        ],
+    }
+
+
+def create_rule(request: HttpRequest, cluster: str, body: dict[str, Any]) -> AlertRule:
+    """A rule on ``cluster``: ``name``, ``kind``, ``threshold``, ``for_s``, the subjects (``group``, ``topic`` or
+    ``broker``: a name or glob; ``topics`` for group kinds), ``severity``, ``statuses`` (lag_status) and
+    ``channels`` (ids). Raises InvalidInput, AlreadyExists, Forbidden (audited)."""
+    params = {k: body.get(k) for k in ("name", "kind", "threshold", "for_s", "group", "topic", "broker", "channels")}
+
+    def change() -> AlertRule:
+        name = _name(body.get("name"), "rule")
+        kind = body.get("kind")
+        subject = KINDS[kind][0] if isinstance(kind, str) and kind in KINDS else "group"
+        checked = check_rule(
+            kind, body.get("threshold"), body.get("for_s"), body.get(subject), body.get("topics"), body.get("statuses")
+        )
+        severity = body.get("severity") or "warning"
+        if severity not in SEVERITIES:
+            raise InvalidInput(f"severity must be one of {', '.join(SEVERITIES)}, not {str(severity)[:40]!r}.")
+        wanted = body.get("channels") or []
+        if not isinstance(wanted, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in wanted):
+            raise InvalidInput("channels must be a list of channel ids.")
+        channels = list(AlertChannel.objects.filter(pk__in=wanted))
+        missing = sorted(set(wanted) - {c.pk for c in channels})
+        if missing:
+            raise InvalidInput(f"No alert channel {', '.join(map(str, missing))}.")
+        try:
+            with transaction.atomic():
+                rule = AlertRule.objects.create(
+                    cluster=cluster,
+                    name=name,
+                    kind=checked["kind"],
+                    severity=severity,
+                    match=checked["match"],
+                    topics=checked["topics"],
+                    statuses=list(checked["statuses"]),
+                    threshold=checked["threshold"],
+                    for_s=checked["for_s"],
+                    created_at=timezone.now(),
+                    created_by=_user(request),
+                )
+                rule.channels.set(channels)
+        except IntegrityError:
+            raise AlreadyExists(f"Cluster {cluster!r} has a rule named {name!r} already.") from None
+        return rule
+
+    return perform(request, "alerts.rule", None, f"{cluster}: {body.get('name')}"[:200], params, change, _made("rule"))
+
+
+def delete_rule(request: HttpRequest, cluster: str, rule_id: int) -> None:
+    """Delete a rule (a built-in one is disabled instead, so that it is not made again)."""
+    rule = AlertRule.objects.filter(pk=rule_id, cluster=cluster).first()
+    if rule is None:
+        raise NotFound(f"No alert rule {rule_id} on cluster {cluster!r}.")
+
+    def change() -> None:
+        if rule.builtin:
+            rule.enabled = False
+            rule.save(update_fields=["enabled"])
+            rule.states.all().delete()
+        else:
+            rule.delete()
+
+    perform(request, "alerts.rule", None, f"{cluster}: {rule.name}", {"id": rule_id}, change, lambda _: "deleted")
+
+
+def _made(what: str) -> Callable[[Model], str]:
+    return lambda made: f"{what} {made.pk}"

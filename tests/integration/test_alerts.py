@@ -1,0 +1,246 @@
+"""Alerts against the real cluster: rules made through the API, evaluated by the lag sampler's and the replication
+watch's own rounds, sent to a real HTTP receiver on loopback; firing once, resolving once, kept across a restart;
+an unreachable webhook tried again with its failure shown; who may do what."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from broker.local import launcher
+from console.background import alerts, replication_watch
+from console.background.lag_sampler import sample_once
+from tests.conftest import BOOTSTRAP, free_port, logged_in
+from tests.integration.kafka_helpers import create_topic, produce, unique, wait_healthy
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+
+class Receiver:
+    """An HTTP server on loopback that keeps every JSON body posted to it."""
+
+    def __init__(self) -> None:
+        self.got: list[dict[str, Any]] = []
+        received = self.got
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of(self, state: str, **subject: str) -> list[dict[str, Any]]:
+        return [a for a in self.got if a["state"] == state and all(a.get(k) == v for k, v in subject.items())]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+
+
+@pytest.fixture
+def alert_settings(settings: Any, clusters_reset: None) -> None:
+    settings.KAZAMI_ALERT_PRIVATE_TARGETS = "loopback"
+    settings.KAZAMI_PUBLIC_URL = "http://kazami.test"
+
+
+def commit(group: str, offsets: dict[TopicPartition, int]) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=group, enable_auto_commit=False)
+    try:
+        consumer.assign(list(offsets))
+        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
+    finally:
+        consumer.close()
+
+
+def channel(client: Client, name: str, url: str, fmt: str = "json") -> int:
+    answer = client.post("/api/alerts/channels/", {"name": name, "url": url, "format": fmt}, "application/json")
+    assert answer.status_code == 201, answer.content
+    return int(answer.json()["id"])
+
+
+def rule(client: Client, body: dict[str, Any]) -> int:
+    answer = client.post("/api/clusters/local/alerts/rules/", body, "application/json")
+    assert answer.status_code == 201, answer.content
+    return int(answer.json()["id"])
+
+
+def until(what: str, check: Any, timeout: float = 60, step: Any = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        if step is not None:
+            step()
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def test_a_lag_rule_fires_to_a_webhook_once_and_resolves_when_the_group_catches_up(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    admin, operator = logged_in("admin"), logged_in("operator")
+    topic = create_topic(unique("alerted"), partitions=1)
+    produce(topic, [(None, b"m%d" % i) for i in range(12)], partition=0)
+    prefix = unique("g-alerted")
+    group = f"{prefix}-one"
+    commit(group, {TopicPartition(topic, 0): 2})
+    hook = channel(admin, unique("hook"), receiver.url)
+    made = rule(
+        operator,
+        {"name": unique("lag"), "kind": "consumer_lag", "group": f"{prefix}-*", "threshold": 5, "channels": [hook]},
+    )
+
+    # The sampler's round evaluates the rule and sends what fired (a KRaft cluster may still be moving
+    # coordinators right after the commit: the round then knows nothing of the group and decides nothing).
+    fired = until("the firing alert", lambda: receiver.of("firing", group=group), step=sample_once)
+    assert len(fired) == 1
+    alert = fired[0]
+    assert (alert["cluster"], alert["kind"], alert["value"], alert["severity"]) == (
+        "local",
+        "consumer_lag",
+        10,
+        "warning",
+    )
+    assert alert["link"] == f"http://kazami.test/clusters/local/groups/{group}/"
+    assert "10 records behind" in alert["text"]
+    listed = operator.get("/api/clusters/local/alerts/").json()
+    assert [f["subject"] for f in listed["firing"] if f["rule_id"] == made] == [group]
+    assert listed["recent"][0]["deliveries"][0]["delivered"] is True
+
+    # Further rounds, and a console that restarted (nothing is kept in memory: the state is in the database),
+    # do not send it again.
+    sample_once()
+    sample_once()
+    assert len(receiver.of("firing", group=group)) == 1
+
+    commit(group, {TopicPartition(topic, 0): 12})
+    resolved = until("the resolved alert", lambda: receiver.of("resolved", group=group), step=sample_once)
+    assert len(resolved) == 1
+    assert resolved[0]["text"].startswith("resolved: ")
+    assert not [f for f in operator.get("/api/clusters/local/alerts/").json()["firing"] if f["rule_id"] == made]
+
+
+def test_a_broker_gone_fires_and_resolves_on_restart(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    admin = logged_in("admin")
+    hook = channel(admin, unique("hook"), receiver.url, fmt="json")
+    rule(
+        admin,
+        {"name": unique("gone"), "kind": "broker_gone", "broker": "1", "severity": "critical", "channels": [hook]},
+    )
+    replication_watch.forget()
+
+    def look() -> None:  # a round of the watch: a look, then what is due is sent
+        replication_watch.observe("local")
+        alerts.deliver_due()
+
+    look()
+    launcher.stop_broker(1, kafka_cluster.data, echo=lambda _: None)
+    try:
+        fired = until("broker 1 gone", lambda: receiver.of("firing", broker="1"), step=look)
+        assert fired[0]["severity"] == "critical"
+        assert fired[0]["text"] == "broker 1 is not registered with the cluster"
+    finally:
+        launcher.start_broker(1, kafka_cluster.data, echo=lambda _: None)
+        wait_healthy()
+    until("broker 1 back", lambda: receiver.of("resolved", broker="1"), step=look)
+    assert len(receiver.of("firing", broker="1")) == 1
+    # The built-in rules every cluster gets are listed (no channel: they show on the alerts API only).
+    kinds = {r["kind"] for r in admin.get("/api/clusters/local/alerts/rules/").json()["rules"] if r["builtin"]}
+    assert kinds == {"offline_partitions", "broker_gone"}
+
+
+def test_an_unreachable_webhook_is_tried_again_and_its_failure_shown(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    admin = logged_in("admin")
+    closed = f"http://127.0.0.1:{free_port()}/nobody-listens"
+    dead = channel(admin, unique("dead"), closed)
+    alive = channel(admin, unique("alive"), receiver.url, fmt="slack")
+    test = admin.post(f"/api/alerts/channels/{alive}/test/", {"cluster": "local"}, "application/json").json()
+    assert test == {"delivered": True, "error": None}
+    assert receiver.got[-1]["text"].startswith("*[TEST] test on local*")
+    failed = admin.post(f"/api/alerts/channels/{dead}/test/", {"cluster": "local"}, "application/json").json()
+    assert failed["delivered"] is False
+    assert "could not be reached" in failed["error"]
+
+    topic = create_topic(unique("alerted-dead"), partitions=1)
+    produce(topic, [(None, b"x")] * 3, partition=0)
+    group = unique("g-dead")
+    commit(group, {TopicPartition(topic, 0): 0})
+    rule(admin, {"name": unique("lag-dead"), "kind": "consumer_lag", "group": group, "channels": [dead]})
+    until("the event", lambda: alert_recent(admin, group), step=sample_once)
+    delivery = alert_recent(admin, group)[0]["deliveries"][0]
+    assert (delivery["delivered"], delivery["attempts"]) == (False, 1)
+    assert "could not be reached" in delivery["error"]
+    assert delivery["next_attempt"] is not None
+    alerts.deliver_due(timezone.now() + timedelta(seconds=6))  # after the first back-off (5 s)
+    assert alert_recent(admin, group)[0]["deliveries"][0]["attempts"] == 2
+
+
+def alert_recent(client: Client, group: str) -> list[dict[str, Any]]:
+    return [a for a in client.get("/api/clusters/local/alerts/").json()["recent"] if a.get("group") == group]
+
+
+def test_who_may_do_what_and_bad_input(kafka_cluster: launcher.ClusterLayout, settings: Any) -> None:
+    settings.KAZAMI_ALERT_PRIVATE_TARGETS = ""
+    viewer, operator, admin = logged_in("viewer"), logged_in("operator"), logged_in("admin")
+    body = {"name": "x", "kind": "consumer_lag", "threshold": 1}
+    assert viewer.post("/api/clusters/local/alerts/rules/", body, "application/json").status_code == 403
+    assert viewer.get("/api/clusters/local/alerts/").status_code == 200
+    hook = {"name": "h", "url": "https://hooks.example.com/x"}
+    assert operator.post("/api/alerts/channels/", hook, "application/json").status_code == 403
+    internal = admin.post("/api/alerts/channels/", {"name": "i", "url": "http://127.0.0.1:9/"}, "application/json")
+    assert internal.status_code == 400
+    assert "internal address" in internal.json()["message"]
+    for bad in (
+        {"name": "b", "kind": "nope"},
+        {"name": "b", "kind": "consumer_lag", "threshold": "lots"},
+        {"kind": "consumer_lag"},
+    ):
+        answer = operator.post("/api/clusters/local/alerts/rules/", bad, "application/json")
+        assert answer.status_code == 400, bad
+    assert (
+        operator.post(
+            "/api/clusters/local/alerts/rules/", {**body, "channels": [987654]}, "application/json"
+        ).status_code
+        == 400
+    )
+    assert operator.get("/api/clusters/no-such-cluster/alerts/").status_code == 404
+    name = unique("dup")
+    assert (
+        operator.post("/api/clusters/local/alerts/rules/", {**body, "name": name}, "application/json").status_code
+        == 201
+    )
+    again = operator.post("/api/clusters/local/alerts/rules/", {**body, "name": name}, "application/json")
+    assert again.status_code == 409
+    entries = admin.get("/api/audit/", {"action": "alerts.rule", "per_page": 200}).json()["entries"]
+    outcomes = {(e["target"], e["outcome"]) for e in entries}
+    assert (f"local: {name}", "done") in outcomes
+    assert (f"local: {name}", "failed") in outcomes  # the second one, refused as a duplicate
+    assert ("local: x", "refused") in outcomes  # the viewer's

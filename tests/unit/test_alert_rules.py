@@ -1,0 +1,128 @@
+"""Alert rules over a round's facts, and the life of an alert (pending, firing, resolved), with no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.alerts.rules import Breach, Facts, Rule, Track, breaches, check_rule, step
+from broker.errors import InvalidInput
+from broker.groups.lag import GroupLag, PartitionLag
+from broker.replication.health import PartitionReplicas, Replication
+
+
+def group(gid: str, *parts: tuple[str, int, int | None, int, int | None]) -> GroupLag:
+    """(topic, partition, committed, log end, lag_ms) per partition."""
+    return GroupLag(
+        gid,
+        "Empty",
+        "consumer",
+        "",
+        [],
+        [PartitionLag(t, p, c, e, None, None, None, lag_ms=ms) for t, p, c, e, ms in parts],
+    )
+
+
+def test_consumer_lag_sums_the_matching_topics_of_the_matching_groups() -> None:
+    facts = Facts(
+        at_ms=0,
+        groups=[
+            group("orders-app", ("orders", 0, 10, 110, 5000), ("orders", 1, 0, 30, 900), ("audit", 0, 0, 1000, 1)),
+            group("billing", ("orders", 0, 100, 110, 10)),
+            group("never", ("orders", 0, None, 110, None)),  # no commit: not a consumer of it yet
+        ],
+    )
+    rule = Rule(1, "lag", "consumer_lag", threshold=100, match="*", topics="orders")
+    found = breaches(rule, facts)
+    assert found is not None
+    assert set(found) == {"orders-app"}
+    assert found["orders-app"].value == 130  # 100 + 30, not the 1000 of audit
+    assert breaches(Rule(1, "lag", "consumer_lag", threshold=130, topics="orders"), facts) == {}
+    assert set(breaches(Rule(1, "lag", "consumer_lag", threshold=5, match="bill*"), facts) or {}) == {"billing"}
+    late = breaches(Rule(2, "late", "consumer_lag_time", threshold=4), facts) or {}
+    assert set(late) == {"orders-app"}
+    assert late["orders-app"].value == 5.0
+    assert "5 s old" in late["orders-app"].text
+
+
+def test_lag_status_breaks_on_the_chosen_statuses_only() -> None:
+    facts = Facts(
+        at_ms=0,
+        groups=[group("a", ("t", 0, 1, 5, 1)), group("b", ("t", 0, 1, 5, 1))],
+        statuses={"a": ("STOP", "not moved for 5 min"), "b": ("WARN", "lag grew")},
+    )
+    found = breaches(Rule(3, "status", "lag_status"), facts) or {}
+    assert set(found) == {"a"}
+    assert found["a"].text == "a is STOP: not moved for 5 min"
+    assert set(breaches(Rule(3, "status", "lag_status", statuses=("WARN",)), facts) or {}) == {"b"}
+
+
+def test_replication_kinds_count_partitions_per_topic_and_brokers_gone() -> None:
+    snapshot = Replication(
+        brokers={0: True, 1: False},
+        controller=0,
+        partitions=[
+            PartitionReplicas("orders", 0, None, (1,), ()),
+            PartitionReplicas("orders", 1, 0, (0, 1, 2), (0,), min_isr=2),
+            PartitionReplicas("audit", 0, 0, (0,), (0,)),
+        ],
+    )
+    facts = Facts(at_ms=0, replication=snapshot)
+    assert {k: b.value for k, b in (breaches(Rule(4, "off", "offline_partitions"), facts) or {}).items()} == {
+        "orders": 1
+    }
+    assert set(breaches(Rule(5, "ur", "under_replicated"), facts) or {}) == {"orders"}
+    assert (breaches(Rule(5, "ur", "under_replicated", threshold=2), facts) or {}) == {}  # 2 partitions, not > 2
+    assert set(breaches(Rule(6, "isr", "under_min_isr"), facts) or {}) == {"orders"}
+    # Broker 1 is registered but not alive; broker 2 holds a replica and was never seen registered.
+    assert set(breaches(Rule(7, "gone", "broker_gone"), facts) or {}) == {"1", "2"}
+    assert set(breaches(Rule(7, "gone", "broker_gone", match="2"), facts) or {}) == {"2"}
+    # A broker seen before that left the registry and holds no replica (a cluster without topics) is gone too.
+    empty = Replication(brokers={0: True}, controller=0, partitions=[])
+    assert set(
+        breaches(Rule(7, "gone", "broker_gone"), Facts(0, replication=empty, known_brokers=frozenset({0, 3}))) or {}
+    ) == {"3"}
+
+
+def test_a_round_without_the_facts_a_rule_needs_decides_nothing() -> None:
+    assert breaches(Rule(1, "lag", "consumer_lag"), Facts(at_ms=0)) is None
+    assert breaches(Rule(1, "gone", "broker_gone"), Facts(at_ms=0, groups=[])) is None
+    tracks = {"g": Track(0, 1000, 5, "x")}
+    kept, changes = step(Rule(1, "lag", "consumer_lag"), tracks, None, 99_000)
+    assert kept == tracks
+    assert changes == []
+
+
+def test_an_alert_waits_for_its_for_duration_fires_once_and_resolves_once() -> None:
+    rule = Rule(1, "lag", "consumer_lag", threshold=10, for_s=30)
+    breach = {"g": Breach("g", 50, "g is 50 behind")}
+    tracks, changes = step(rule, {}, breach, 1_000)
+    assert changes == []
+    assert tracks["g"] == Track(1_000, None, 50, "g is 50 behind")  # pending
+    tracks, changes = step(rule, tracks, breach, 20_000)
+    assert changes == []
+    tracks, changes = step(rule, tracks, breach, 31_000)
+    assert [(c.subject, c.state, c.since_ms) for c in changes] == [("g", "firing", 1_000)]
+    tracks, changes = step(rule, tracks, breach, 60_000)
+    assert changes == []  # firing already: not sent again
+    tracks, changes = step(rule, tracks, {}, 70_000)
+    assert [(c.subject, c.state, c.since_ms) for c in changes] == [("g", "resolved", 31_000)]
+    assert tracks == {}
+    # A breach that goes before its for duration never fires, and nothing resolves.
+    tracks, _ = step(rule, {}, breach, 0)
+    tracks, changes = step(rule, tracks, {}, 10_000)
+    assert (tracks, changes) == ({}, [])
+
+
+def test_rule_fields_are_checked() -> None:
+    assert check_rule("consumer_lag", "100", 0, "orders-*", None, None)["threshold"] == 100.0
+    assert check_rule("lag_status", 0, 0, "*", "*", "stop, stall")["statuses"] == ("STOP", "STALL")
+    for bad in (
+        ("no_such_kind", 0, 0, "*", "*", None),
+        ("consumer_lag", "lots", 0, "*", "*", None),
+        ("consumer_lag", -1, 0, "*", "*", None),
+        ("consumer_lag", 1, "nan", "*", "*", None),
+        ("consumer_lag", 1, 0, 42, "*", None),
+        ("lag_status", 1, 0, "*", "*", ["OK"]),
+    ):
+        with pytest.raises(InvalidInput):
+            check_rule(*bad)
