@@ -46,6 +46,7 @@ GROUPS: tuple[Group, ...] = (
             Section("disks", "Disks", "disks", ("segment", "segments", "replica", "broker-logdirs")),
             Section("configs", "Broker configs", "cluster-broker-configs", ("broker-configs",)),
             Section("quotas", "Quotas", "quotas"),
+            Section("alerts", "Alerts", "alerts", ("alerts",)),
         ),
     ),
     Group(

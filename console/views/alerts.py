@@ -1,16 +1,23 @@
-"""Alerts' JSON API: channels (where alerts go), a cluster's rules, and what fires now and fired lately."""
+"""Alerts: the page of a cluster's alerts (what fires, the rules, the channels, the history) and the JSON API of the
+same: channels (where alerts go), a cluster's rules, and what fires now and fired lately."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from broker.alerts.rules import KINDS, LAG_STATUSES, SEVERITIES
+from broker.errors import InvalidInput, KazamiError
 from console.background.alerts import alert_json, ensure_builtin
 from console.changes import alerts as alert_changes
 from console.config.clusters import get_connection
-from console.errors import api_view
+from console.errors import api_view, page_view, status_of
 from console.models import AlertChannel, AlertDelivery, AlertEvent, AlertRule, AlertState
 from console.params import int_param, json_object
 
@@ -113,3 +120,112 @@ def _firing(cluster: str) -> list[AlertState]:
         .select_related("rule")
         .order_by("-firing_since")
     )
+
+
+# ---------------------------------------------------------------- pages
+
+
+def _page_context(request: HttpRequest, cluster: str, **extra: Any) -> dict[str, Any]:
+    ensure_builtin(cluster)
+    rules = list(AlertRule.objects.filter(cluster=cluster).prefetch_related("channels", "states"))
+    events = list(AlertEvent.objects.filter(cluster=cluster).order_by("-at", "-id")[:30])
+    undelivered: dict[int, AlertDelivery] = {}
+    sent: set[int] = set()
+    for d in AlertDelivery.objects.filter(event__in=events).select_related("channel"):
+        sent.add(d.event_id)
+        if d.delivered_at is None:
+            undelivered[d.event_id] = d
+    form = {
+        "kind": request.GET.get("kind", "consumer_lag"),
+        "group": request.GET.get("group", ""),
+        "topic": request.GET.get("topic", ""),
+        "threshold": request.GET.get("threshold", ""),
+    }
+    return {
+        "cluster": cluster,
+        "firing": _firing(cluster),
+        "rules": [
+            (
+                r,
+                sum(1 for st in r.states.all() if st.firing_since),
+                sum(1 for st in r.states.all() if not st.firing_since),
+            )
+            for r in rules
+        ],
+        "events": [(e, undelivered.get(e.pk), e.pk in sent) for e in events],
+        "channels": list(AlertChannel.objects.all()),
+        "kinds": [(k, subject, unit, text) for k, (subject, unit, text) in KINDS.items()],
+        "severities": SEVERITIES,
+        "statuses": LAG_STATUSES,
+        "form": form,
+        "interval": settings.KAZAMI_LAG_SAMPLE_INTERVAL,
+        **extra,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def alerts_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The cluster's alerts: what fires now, the rules (and a form for a new one), the channels, the history."""
+    get_connection(cluster)
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            done = _act(request, cluster, action)
+        except KazamiError as exc:
+            status, _ = status_of(exc)
+            return render(request, "alerts/page.html", _page_context(request, cluster, error=str(exc)), status=status)
+        messages.success(request, done)
+        return redirect(reverse("alerts", kwargs={"cluster": cluster}))
+    return render(request, "alerts/page.html", _page_context(request, cluster))
+
+
+def _act(request: HttpRequest, cluster: str, action: str) -> str:
+    post = request.POST
+    if action == "rule":
+        body: dict[str, Any] = {
+            k: post.get(k, "") for k in ("name", "kind", "threshold", "for_s", "severity", "topics")
+        }
+        subject = KINDS.get(body["kind"], ("group", "", ""))[0]
+        body[subject] = post.get("subject", "")
+        body["statuses"] = post.getlist("statuses")
+        body["channels"] = [int(c) for c in post.getlist("channels") if c.isdigit()]
+        rule = alert_changes.create_rule(request, cluster, body)
+        return f"Rule “{rule.name}” made: it is judged at the next round."
+    if action == "delete_rule":
+        alert_changes.delete_rule(request, cluster, _id(post.get("rule")))
+        return "Rule deleted."
+    if action == "channel":
+        body = {k: post.get(k, "") for k in ("name", "url", "format")}
+        channel = alert_changes.create_channel(request, body)
+        return f"Channel “{channel.name}” made."
+    if action == "test_channel":
+        delivery = alert_changes.test_channel(request, cluster, _id(post.get("channel")))
+        if delivery.delivered_at is None:
+            raise InvalidInput(f"The test was not taken: {delivery.error}")
+        return f"The test was taken by “{delivery.channel.name}”."
+    if action == "delete_channel":
+        alert_changes.delete_channel(request, _id(post.get("channel")))
+        return "Channel deleted."
+    raise InvalidInput(f"Unknown action {action[:40]!r}.")
+
+
+def _id(value: Any) -> int:
+    if not isinstance(value, str) or not value.isdigit():
+        raise InvalidInput("Which one? The form did not say.")
+    return int(value)
+
+
+@require_GET
+@page_view
+def alerts_part(request: HttpRequest, cluster: str) -> HttpResponse:
+    """The page's live parts, refreshed every interval: what fires and the rules' states; ``?part=history``: the
+    history; ``?part=badge``: the count of what fires, for the header of every page."""
+    get_connection(cluster)
+    part = request.GET.get("part", "")
+    if part == "badge":
+        return render(request, "alerts/_badge.html", {"cluster": cluster, "firing": _firing(cluster)})
+    context = _page_context(request, cluster)
+    if part == "history":
+        return render(request, "alerts/_history.html", context)
+    return render(request, "alerts/_status.html", context)

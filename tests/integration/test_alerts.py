@@ -244,3 +244,41 @@ def test_who_may_do_what_and_bad_input(kafka_cluster: launcher.ClusterLayout, se
     assert (f"local: {name}", "done") in outcomes
     assert (f"local: {name}", "failed") in outcomes  # the second one, refused as a duplicate
     assert ("local: x", "refused") in outcomes  # the viewer's
+
+
+def test_the_alerts_page_makes_and_deletes_rules_and_says_what_is_wrong(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None
+) -> None:
+    viewer, operator = logged_in("viewer"), logged_in("operator")
+    page = viewer.get("/clusters/local/alerts/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Broker gone" in html  # the built-in rules
+    assert 'id="new-rule"' not in html  # a viewer makes none
+    prefilled = operator.get(
+        "/clusters/local/alerts/", {"kind": "consumer_lag", "group": "orders-app"}
+    ).content.decode()
+    assert 'value="orders-app"' in prefilled
+    assert 'id="new-rule" open' in prefilled
+    bad = operator.post(
+        "/clusters/local/alerts/", {"action": "rule", "name": "b", "kind": "consumer_lag", "threshold": "x"}
+    )
+    assert bad.status_code == 400
+    assert "threshold must be a number" in bad.content.decode()
+    name = unique("page-rule")
+    made = operator.post(
+        "/clusters/local/alerts/",
+        {"action": "rule", "name": name, "kind": "lag_status", "subject": "orders-*", "statuses": ["STOP", "WARN"]},
+    )
+    assert made.status_code == 302
+    rules = {r["name"]: r for r in operator.get("/api/clusters/local/alerts/rules/").json()["rules"]}
+    assert (rules[name]["match"], rules[name]["statuses"]) == ("orders-*", ["STOP", "WARN"])
+    gone = operator.post("/clusters/local/alerts/", {"action": "delete_rule", "rule": str(rules[name]["id"])})
+    assert gone.status_code == 302
+    assert name not in {r["name"] for r in operator.get("/api/clusters/local/alerts/rules/").json()["rules"]}
+    assert (
+        viewer.post("/clusters/local/alerts/", {"action": "rule", "name": "v", "kind": "consumer_lag"}).status_code
+        == 403
+    )
+    assert operator.get("/clusters/local/alerts/firing/", {"part": "badge"}).status_code == 200
+    assert operator.get("/clusters/nowhere/alerts/").status_code == 404
