@@ -102,6 +102,8 @@ ACTIONS: dict[str, Action] = {
     "alerts.rule": Action("change_topics", "change alert rules"),
     "alerts.channel": Action("reassign_partitions", "change alert channels"),
     "alerts.test": Action("change_topics", "send a test alert"),
+    "alerts.silence": Action("change_topics", "silence alerts"),
+    "alerts.ack": Action("change_topics", "acknowledge alerts"),
 }
 
 

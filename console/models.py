@@ -327,6 +327,9 @@ class AlertState(models.Model):
     firing_since = models.DateTimeField(null=True, blank=True)
     value = models.FloatField(default=0)
     text = models.CharField(max_length=500, blank=True)
+    # Someone said they are on it: shown beside the alert until it resolves.
+    acknowledged_by = models.CharField(max_length=150, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rule", "subject"], name="one_alert_state")]
@@ -350,6 +353,7 @@ class AlertEvent(models.Model):
     since = models.DateTimeField()
     value = models.FloatField(default=0)
     text = models.CharField(max_length=500, blank=True)
+    silenced = models.BooleanField(default=False)  # held back by a silence: sent nowhere
 
     class Meta:
         indexes = [models.Index(fields=["cluster", "at"], name="alert_event_by_time")]
@@ -373,3 +377,22 @@ class AlertDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.event_id} to {self.channel_id}: {'sent' if self.delivered_at else self.error or 'due'}"
+
+
+class AlertSilence(models.Model):
+    """Alerts held back for a while: of one rule (or every rule of the cluster), of the subjects a glob matches.
+    What fires or resolves meanwhile is kept in the history, marked silenced, and sent nowhere."""
+
+    cluster = models.CharField(max_length=63)
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="silences")
+    subject = models.CharField(max_length=255, default="*")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    comment = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(max_length=150)
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "ends_at"], name="alert_silence_by_end")]
+
+    def __str__(self) -> str:
+        return f"silence of {self.rule_id or 'every rule'} / {self.subject} until {self.ends_at:%Y-%m-%d %H:%M}"

@@ -9,6 +9,7 @@ The pure parts (which subjects break a rule, when a breach fires, what is posted
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import threading
 from datetime import datetime, timedelta
@@ -23,7 +24,7 @@ from broker.alerts import deliver
 from broker.alerts.rules import KINDS, Facts, Rule, Track, breaches, step
 from broker.groups.lag import GroupLag
 from broker.replication.health import Replication
-from console.models import AlertDelivery, AlertEvent, AlertRule, AlertState
+from console.models import AlertDelivery, AlertEvent, AlertRule, AlertSilence, AlertState
 from console.present.lag import verdicts
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,20 @@ def _at(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.get_current_timezone())
 
 
+def silenced(silences: list[AlertSilence], rule: AlertRule, subject: str) -> bool:
+    """Whether one of ``silences`` (the active ones of the rule's cluster) holds back ``rule``'s ``subject``."""
+    return any(
+        (s.rule_id is None or s.rule_id == rule.pk) and fnmatch.fnmatchcase(subject, s.subject or "*") for s in silences
+    )
+
+
+def active_silences(cluster: str, now: datetime) -> list[AlertSilence]:
+    return list(AlertSilence.objects.filter(cluster=cluster, starts_at__lte=now, ends_at__gt=now))
+
+
 def _evaluate(cluster: str, rules: list[AlertRule], facts: Facts, now: datetime) -> list[AlertEvent]:
     events: list[AlertEvent] = []
+    silences = active_silences(cluster, now)
     for rule in rules:
         found = breaches(spec(rule), facts)
         if found is None:
@@ -152,10 +165,12 @@ def _evaluate(cluster: str, rules: list[AlertRule], facts: Facts, now: datetime)
                     since=_at(change.since_ms),
                     value=change.value,
                     text=change.text[:500],
+                    silenced=silenced(silences, rule, change.subject),
                 )
-                AlertDelivery.objects.bulk_create(
-                    [AlertDelivery(event=event, channel=c, next_at=now) for c in rule.channels.all()]
-                )
+                if not event.silenced:
+                    AlertDelivery.objects.bulk_create(
+                        [AlertDelivery(event=event, channel=c, next_at=now) for c in rule.channels.all()]
+                    )
                 events.append(event)
     return events
 
@@ -195,6 +210,7 @@ def alert_json(event: AlertEvent) -> dict[str, Any]:
         "at": event.at.isoformat(),
         "link": link(event.cluster, event.kind, event.subject),
         "text": event.text,
+        "silenced": event.silenced,
     }
 
 

@@ -5,6 +5,7 @@ channels the admins' (they send the console's words to an address outside it).""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +19,7 @@ from broker.alerts.rules import KINDS, SEVERITIES, check_rule
 from broker.errors import AlreadyExists, InvalidInput, NotFound
 from console.access import perform
 from console.background import alerts
-from console.models import AlertChannel, AlertDelivery, AlertRule
+from console.models import AlertChannel, AlertDelivery, AlertRule, AlertSilence, AlertState
 
 MAX_NAME = 120
 
@@ -175,3 +176,96 @@ def delete_rule(request: HttpRequest, cluster: str, rule_id: int) -> None:
 
 def _made(what: str) -> Callable[[Model], str]:
     return lambda made: f"{what} {made.pk}"
+
+
+MAX_SILENCE_MINUTES = 30 * 24 * 60
+
+
+def silence_json(s: AlertSilence) -> dict[str, Any]:
+    return {
+        "id": s.pk,
+        "rule": s.rule_id,
+        "subject": s.subject,
+        "starts_at": s.starts_at.isoformat(),
+        "ends_at": s.ends_at.isoformat(),
+        "comment": s.comment,
+        "created_by": s.created_by,
+    }
+
+
+def create_silence(request: HttpRequest, cluster: str, body: dict[str, Any]) -> AlertSilence:
+    """Hold back ``rule``'s alerts (an id; none: every rule of the cluster) of the subjects ``subject`` matches (a
+    glob, * by default) for ``minutes`` (up to 30 days), with a ``comment``. Raises InvalidInput, NotFound,
+    Forbidden (audited)."""
+    params = {k: body.get(k) for k in ("rule", "subject", "minutes", "comment")}
+
+    def change() -> AlertSilence:
+        rule_id = body.get("rule")
+        rule = None
+        if rule_id not in (None, ""):
+            if not (isinstance(rule_id, int) or (isinstance(rule_id, str) and rule_id.isdigit())):
+                raise InvalidInput("rule is a rule's id.")
+            rule = AlertRule.objects.filter(pk=int(rule_id), cluster=cluster).first()
+            if rule is None:
+                raise NotFound(f"No alert rule {rule_id} on cluster {cluster!r}.")
+        subject = body.get("subject") or "*"
+        if not isinstance(subject, str) or len(subject) > 255 or any(ord(c) < 32 for c in subject):
+            raise InvalidInput("subject is a name or a glob (up to 255 characters).")
+        try:
+            minutes = float(body.get("minutes") or 60)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"minutes must be a number, not {str(body.get('minutes'))[:40]!r}.") from None
+        if not 0 < minutes <= MAX_SILENCE_MINUTES:
+            raise InvalidInput(f"A silence lasts more than 0 and at most {MAX_SILENCE_MINUTES:,} minutes (30 days).")
+        comment = body.get("comment") or ""
+        if not isinstance(comment, str):
+            raise InvalidInput("comment is text.")
+        now = timezone.now()
+        return AlertSilence.objects.create(
+            cluster=cluster,
+            rule=rule,
+            subject=subject.strip() or "*",
+            starts_at=now,
+            ends_at=now + timedelta(minutes=minutes),
+            comment=comment[:500],
+            created_by=_user(request),
+        )
+
+    return perform(
+        request, "alerts.silence", None, f"{cluster}: {body.get('subject') or '*'}", params, change, _made("silence")
+    )
+
+
+def delete_silence(request: HttpRequest, cluster: str, silence_id: int) -> None:
+    found = AlertSilence.objects.filter(pk=silence_id, cluster=cluster).first()
+    if found is None:
+        raise NotFound(f"No silence {silence_id} on cluster {cluster!r}.")
+    perform(
+        request,
+        "alerts.silence",
+        None,
+        f"{cluster}: {found.subject}",
+        {"id": silence_id, "end": True},
+        found.delete,
+        lambda _: "ended",
+    )
+
+
+def acknowledge(request: HttpRequest, cluster: str, rule_id: Any, subject: Any) -> AlertState:
+    """Say someone is on a firing alert (shown beside it until it resolves)."""
+    if not (isinstance(rule_id, int) or (isinstance(rule_id, str) and rule_id.isdigit())) or not isinstance(
+        subject, str
+    ):
+        raise InvalidInput("Name the alert by its rule's id and its subject.")
+    state = AlertState.objects.filter(rule__cluster=cluster, rule_id=int(rule_id), subject=subject).first()
+    if state is None or state.firing_since is None:
+        raise NotFound(f"Rule {rule_id} does not fire for {subject[:80]!r} on cluster {cluster!r}.")
+
+    def change() -> AlertState:
+        state.acknowledged_by, state.acknowledged_at = _user(request), timezone.now()
+        state.save(update_fields=["acknowledged_by", "acknowledged_at"])
+        return state
+
+    return perform(
+        request, "alerts.ack", None, f"{cluster}: {subject}", {"rule": rule_id}, change, lambda _: "acknowledged"
+    )

@@ -10,11 +10,12 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from broker.alerts.rules import KINDS, LAG_STATUSES, SEVERITIES
 from broker.errors import InvalidInput, KazamiError
-from console.background.alerts import alert_json, ensure_builtin
+from console.background.alerts import active_silences, alert_json, ensure_builtin, silenced
 from console.changes import alerts as alert_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
@@ -69,6 +70,36 @@ def api_rule_delete(request: HttpRequest, cluster: str, rule: int) -> Any:
     return {"deleted": rule}
 
 
+@require_http_methods(["GET", "POST"])
+@api_view
+def api_silences(request: HttpRequest, cluster: str) -> Any:
+    get_connection(cluster)
+    if request.method == "POST":
+        made = alert_changes.create_silence(request, cluster, json_object(request))
+        return JsonResponse(alert_changes.silence_json(made), status=201)
+    return {"silences": [alert_changes.silence_json(x) for x in active_silences(cluster, timezone.now())]}
+
+
+@require_http_methods(["DELETE", "POST"])
+@api_view
+def api_silence_delete(request: HttpRequest, cluster: str, silence: int) -> Any:
+    get_connection(cluster)
+    alert_changes.delete_silence(request, cluster, silence)
+    return {"ended": silence}
+
+
+@require_POST
+@api_view
+def api_ack(request: HttpRequest, cluster: str) -> Any:
+    get_connection(cluster)
+    body = json_object(request)
+    state = alert_changes.acknowledge(request, cluster, body.get("rule"), body.get("subject"))
+    return {
+        "acknowledged_by": state.acknowledged_by,
+        "acknowledged_at": state.acknowledged_at.isoformat() if state.acknowledged_at else None,
+    }
+
+
 @require_http_methods(["GET"])
 @api_view
 def api_alerts(request: HttpRequest, cluster: str) -> Any:
@@ -76,6 +107,7 @@ def api_alerts(request: HttpRequest, cluster: str) -> Any:
     how their deliveries went."""
     get_connection(cluster)
     limit = int_param(request, "limit", 50, minimum=1, maximum=RECENT) or 50
+    silences = active_silences(cluster, timezone.now())
     firing = [
         {
             "rule": s.rule.name,
@@ -86,6 +118,8 @@ def api_alerts(request: HttpRequest, cluster: str) -> Any:
             "since": s.firing_since.isoformat() if s.firing_since else None,
             "value": s.value,
             "text": s.text,
+            "acknowledged_by": s.acknowledged_by or None,
+            "silenced": silenced(silences, s.rule, s.subject),
         }
         for s in _firing(cluster)
     ]
@@ -127,6 +161,7 @@ def _firing(cluster: str) -> list[AlertState]:
 
 def _page_context(request: HttpRequest, cluster: str, **extra: Any) -> dict[str, Any]:
     ensure_builtin(cluster)
+    silences = active_silences(cluster, timezone.now())
     rules = list(AlertRule.objects.filter(cluster=cluster).prefetch_related("channels", "states"))
     events = list(AlertEvent.objects.filter(cluster=cluster).order_by("-at", "-id")[:30])
     undelivered: dict[int, AlertDelivery] = {}
@@ -143,7 +178,7 @@ def _page_context(request: HttpRequest, cluster: str, **extra: Any) -> dict[str,
     }
     return {
         "cluster": cluster,
-        "firing": _firing(cluster),
+        "firing": [(f, silenced(silences, f.rule, f.subject)) for f in _firing(cluster)],
         "rules": [
             (
                 r,
@@ -154,6 +189,7 @@ def _page_context(request: HttpRequest, cluster: str, **extra: Any) -> dict[str,
         ],
         "events": [(e, undelivered.get(e.pk), e.pk in sent) for e in events],
         "channels": list(AlertChannel.objects.all()),
+        "silences": silences,
         "kinds": [(k, subject, unit, text) for k, (subject, unit, text) in KINDS.items()],
         "severities": SEVERITIES,
         "statuses": LAG_STATUSES,
@@ -204,6 +240,16 @@ def _act(request: HttpRequest, cluster: str, action: str) -> str:
         if delivery.delivered_at is None:
             raise InvalidInput(f"The test was not taken: {delivery.error}")
         return f"The test was taken by “{delivery.channel.name}”."
+    if action == "silence":
+        body = {k: post.get(k, "") for k in ("rule", "subject", "minutes", "comment")}
+        made = alert_changes.create_silence(request, cluster, body)
+        return f"Silenced until {made.ends_at:%Y-%m-%d %H:%M} UTC: {made.subject}."
+    if action == "end_silence":
+        alert_changes.delete_silence(request, cluster, _id(post.get("silence")))
+        return "Silence ended."
+    if action == "ack":
+        state = alert_changes.acknowledge(request, cluster, post.get("rule"), post.get("subject"))
+        return f"Acknowledged: {state.subject}."
     if action == "delete_channel":
         alert_changes.delete_channel(request, _id(post.get("channel")))
         return "Channel deleted."

@@ -282,3 +282,59 @@ def test_the_alerts_page_makes_and_deletes_rules_and_says_what_is_wrong(
     )
     assert operator.get("/clusters/local/alerts/firing/", {"part": "badge"}).status_code == 200
     assert operator.get("/clusters/nowhere/alerts/").status_code == 404
+
+
+def test_a_silence_holds_an_alert_back_and_an_acknowledgement_is_shown(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    admin, operator = logged_in("admin"), logged_in("operator")
+    topic = create_topic(unique("silenced"), partitions=1)
+    produce(topic, [(None, b"s%d" % i) for i in range(8)], partition=0)
+    loud, quiet = unique("g-loud"), unique("g-quiet")
+    commit(loud, {TopicPartition(topic, 0): 0})
+    commit(quiet, {TopicPartition(topic, 0): 0})
+    hook = channel(admin, unique("hook"), receiver.url)
+    made = rule(operator, {"name": unique("lag-s"), "kind": "consumer_lag", "group": "g-*", "channels": [hook]})
+    held = operator.post(
+        "/api/clusters/local/alerts/silences/",
+        {"rule": made, "subject": quiet, "minutes": 30, "comment": "being moved"},
+        "application/json",
+    )
+    assert held.status_code == 201, held.content
+    assert held.json()["subject"] == quiet
+
+    until("the loud one", lambda: receiver.of("firing", group=loud), step=sample_once)
+    until(
+        "the quiet one fired, silenced",
+        lambda: [e for e in operator.get("/api/clusters/local/alerts/").json()["recent"] if e["subject"] == quiet],
+        step=sample_once,
+    )
+    sample_once()
+    assert receiver.of("firing", group=quiet) == []  # held back
+    quiet_event = next(e for e in operator.get("/api/clusters/local/alerts/").json()["recent"] if e["subject"] == quiet)
+    assert (quiet_event["silenced"], quiet_event["deliveries"]) == (True, [])
+    firing = {
+        f["subject"]: f for f in operator.get("/api/clusters/local/alerts/").json()["firing"] if f["rule_id"] == made
+    }
+    assert (firing[quiet]["silenced"], firing[loud]["silenced"]) == (True, False)
+
+    acked = operator.post("/api/clusters/local/alerts/ack/", {"rule": made, "subject": loud}, "application/json")
+    assert acked.status_code == 200, acked.content
+    firing = {
+        f["subject"]: f for f in operator.get("/api/clusters/local/alerts/").json()["firing"] if f["rule_id"] == made
+    }
+    assert firing[loud]["acknowledged_by"] == acked.json()["acknowledged_by"]
+    assert (
+        operator.post(
+            "/api/clusters/local/alerts/ack/", {"rule": made, "subject": "nope"}, "application/json"
+        ).status_code
+        == 404
+    )
+    bad = operator.post("/api/clusters/local/alerts/silences/", {"minutes": 999999}, "application/json")
+    assert bad.status_code == 400
+    page = operator.get("/clusters/local/alerts/").content.decode()
+    assert "being moved" in page
+    assert '<span title="acknowledged ' in page  # beside the loud one, in place of its button
+    silence_id = held.json()["id"]
+    assert operator.delete(f"/api/clusters/local/alerts/silences/{silence_id}/").status_code == 200
+    assert operator.get("/api/clusters/local/alerts/silences/").json()["silences"] == []
