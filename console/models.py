@@ -273,12 +273,14 @@ class SavedQuery(models.Model):
 
 
 class AlertChannel(models.Model):
-    """Where alerts are sent: a webhook (plain JSON, Slack's or Teams' format). One for every cluster."""
+    """Where alerts are sent: a webhook (plain JSON, Slack's or Teams' format) or email recipients (through the
+    console's mail server, KAZAMI_SMTP_*). One for every cluster."""
 
     name = models.CharField(max_length=120, unique=True)
-    kind = models.CharField(max_length=16, default="webhook")
-    url = models.CharField(max_length=2000)
-    format = models.CharField(max_length=8, default="json")
+    kind = models.CharField(max_length=16, default="webhook")  # webhook or email
+    url = models.CharField(max_length=2000, blank=True)  # a webhook's
+    format = models.CharField(max_length=8, default="json")  # a webhook's: json, slack, teams
+    to = models.JSONField(default=list)  # an email channel's recipients
     created_at = models.DateTimeField()
     created_by = models.CharField(max_length=150)
 

@@ -223,6 +223,15 @@ if KAZAMI_ALERT_PRIVATE_TARGETS not in ("", "loopback", "all"):
     raise ConfigError("KAZAMI_ALERT_PRIVATE_TARGETS is empty, loopback or all.")
 # A delivery that fails is tried again after 5 s, 10 s, 20 s, ... up to this many attempts in all.
 KAZAMI_ALERT_ATTEMPTS = env_int("KAZAMI_ALERT_ATTEMPTS", 6, minimum=1)
+# The mail server of alerts by email (its credentials are settings, never kept in the database or the audit log).
+KAZAMI_SMTP_HOST = env_str("KAZAMI_SMTP_HOST", "")
+KAZAMI_SMTP_PORT = env_int("KAZAMI_SMTP_PORT", 25, minimum=1)
+KAZAMI_SMTP_TLS = env_str("KAZAMI_SMTP_TLS", "")
+if KAZAMI_SMTP_TLS not in ("", "starttls", "ssl"):
+    raise ConfigError("KAZAMI_SMTP_TLS is empty, starttls or ssl.")
+KAZAMI_SMTP_USER = env_str("KAZAMI_SMTP_USER", "")
+KAZAMI_SMTP_PASSWORD = env_str("KAZAMI_SMTP_PASSWORD", "")
+KAZAMI_SMTP_FROM = env_str("KAZAMI_SMTP_FROM", "kazami@localhost")
 # The address of the console in an alert's link (e.g. https://kazami.example.com); no link when empty.
 KAZAMI_PUBLIC_URL = env_str("KAZAMI_PUBLIC_URL", "")
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.

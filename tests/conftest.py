@@ -20,8 +20,8 @@ from broker.local import launcher
 REPO = Path(__file__).resolve().parent.parent
 # Two test runs on one machine (say a developer's and a helper's) each need a cluster of their own:
 # KAZAMI_TEST_SLOT=N moves this run's cluster and files N steps away from the default ones.
-SLOT = int(os.environ.get("KAZAMI_TEST_SLOT", "0"))
-TEST_VAR = REPO / "var" / ("test" if SLOT == 0 else f"test-{SLOT}")
+SLOT: int = int(os.environ.get("KAZAMI_TEST_SLOT", "0"))
+TEST_VAR: Path = REPO / "var" / ("test" if SLOT == 0 else f"test-{SLOT}")
 ARTIFACTS = REPO / "var" / "test-artifacts"
 
 ZOOKEEPER_PORT = 12181 + 10 * SLOT
@@ -49,7 +49,7 @@ SPARK_DATA = TEST_VAR / "spark-connect"
 CLUSTER_KIND = os.environ.get("KAZAMI_TEST_CLUSTER", "zookeeper")
 if CLUSTER_KIND not in ("zookeeper", "kraft"):
     raise SystemExit(f"KAZAMI_TEST_CLUSTER must be zookeeper or kraft, not {CLUSTER_KIND!r}")
-KRAFT = CLUSTER_KIND == "kraft"
+KRAFT: bool = CLUSTER_KIND == "kraft"
 KRAFT_KAFKA_VERSION = launcher.DEFAULT_KAFKA4_VERSION
 KRAFT_CONTROLLERS = 3
 # The session cluster's data folder (tests stop and start its brokers through it).

@@ -1,15 +1,21 @@
 """How an alert leaves the console: a webhook POST, as plain JSON or in Slack's or Microsoft Teams' incoming-webhook
-format, with a time-out. A target on a loopback, private, link-local or otherwise internal address is refused
-unless allowed (``allow``: "loopback", or "all"), so that a rule cannot be used to reach the services beside the
-console; the address is checked each time it is sent to, not only when the channel is saved."""
+format, or an email through the console's mail server, each with a time-out. A webhook on a loopback, private,
+link-local or otherwise internal address is refused unless allowed (``allow``: "loopback", or "all"), so that a
+rule cannot be used to reach the services beside the console; the address is checked each time it is sent to,
+not only when the channel is saved."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
+import smtplib
 import socket
+import ssl
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
+from email.message import EmailMessage
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -108,3 +114,71 @@ def send(url: str, fmt: str, alert: dict[str, Any], allow: str = "", timeout: fl
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class Smtp:
+    """The mail server alerts by email go through (the console's settings, never a channel's: its credentials
+    stay out of the database and the audit log)."""
+
+    host: str
+    port: int = 25
+    tls: str = ""  # "" (none), "starttls" or "ssl"
+    user: str = ""
+    password: str = ""
+    sender: str = "kazami@localhost"
+
+
+ADDRESS = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+$")
+
+
+def check_recipients(value: Any) -> list[str]:
+    """An email channel's recipients (a list, or text separated by commas), checked; raises InvalidInput."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(a, str) for a in items):
+        raise InvalidInput("to is a list of email addresses.")
+    found = [a.strip() for a in items if a.strip()]
+    bad = [a for a in found if not ADDRESS.match(a) or len(a) > 254]
+    if bad or not found or len(found) > 50:
+        raise InvalidInput(f"to must name 1 to 50 email addresses; not an address: {', '.join(bad)[:120]!r}.")
+    return found
+
+
+def mail(alert: dict[str, Any], to: list[str], sender: str) -> EmailMessage:
+    state = str(alert.get("state", "firing")).upper()
+    message = EmailMessage()
+    message["Subject"] = f"[{state}] {alert.get('rule')} on {alert.get('cluster')}: {alert.get('text', '')}"[:250]
+    message["From"] = sender
+    message["To"] = ", ".join(to)
+    lines = [
+        str(alert.get("text", "")),
+        "",
+        f"Rule: {alert.get('rule')} ({alert.get('kind')}, {alert.get('severity')})",
+        f"Cluster: {alert.get('cluster')}",
+        f"Subject: {alert.get('subject')}",
+        f"Since: {alert.get('since')}",
+    ]
+    if alert.get("link"):
+        lines.append(f"Open it: {alert['link']}")
+    message.set_content("\n".join(lines) + "\n")
+    return message
+
+
+def send_mail(smtp: Smtp, to: list[str], alert: dict[str, Any], timeout: float = TIMEOUT_S) -> None:
+    """Send ``alert`` to ``to`` through ``smtp``. Raises DeliveryFailed."""
+    if not smtp.host:
+        raise DeliveryFailed("no mail server is set (KAZAMI_SMTP_HOST)")
+    try:
+        client: smtplib.SMTP
+        if smtp.tls == "ssl":
+            client = smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=timeout, context=ssl.create_default_context())
+        else:
+            client = smtplib.SMTP(smtp.host, smtp.port, timeout=timeout)
+        with client:
+            if smtp.tls == "starttls":
+                client.starttls(context=ssl.create_default_context())
+            if smtp.user:
+                client.login(smtp.user, smtp.password)
+            client.send_message(mail(alert, to, smtp.sender))
+    except (smtplib.SMTPException, OSError) as exc:
+        raise DeliveryFailed(f"the mail server {smtp.host}:{smtp.port} did not take it: {exc}") from None

@@ -234,10 +234,24 @@ def deliver_due(now: datetime | None = None) -> int:
         _delivering.release()
 
 
+def smtp() -> deliver.Smtp:
+    return deliver.Smtp(
+        host=settings.KAZAMI_SMTP_HOST,
+        port=settings.KAZAMI_SMTP_PORT,
+        tls=settings.KAZAMI_SMTP_TLS,
+        user=settings.KAZAMI_SMTP_USER,
+        password=settings.KAZAMI_SMTP_PASSWORD,
+        sender=settings.KAZAMI_SMTP_FROM,
+    )
+
+
 def _try(d: AlertDelivery, now: datetime) -> int:
     d.attempts += 1
     try:
-        deliver.send(d.channel.url, d.channel.format, alert_json(d.event), settings.KAZAMI_ALERT_PRIVATE_TARGETS)
+        if d.channel.kind == "email":
+            deliver.send_mail(smtp(), list(d.channel.to), alert_json(d.event))
+        else:
+            deliver.send(d.channel.url, d.channel.format, alert_json(d.event), settings.KAZAMI_ALERT_PRIVATE_TARGETS)
     except deliver.DeliveryFailed as exc:
         d.error = str(exc)[:500]
         if d.attempts >= settings.KAZAMI_ALERT_ATTEMPTS:

@@ -38,27 +38,36 @@ def _user(request: HttpRequest) -> str:
 
 
 def channel_json(c: AlertChannel) -> dict[str, Any]:
+    if c.kind == "email":
+        return {"id": c.pk, "name": c.name, "kind": c.kind, "to": list(c.to)}
     return {"id": c.pk, "name": c.name, "kind": c.kind, "url": c.url, "format": c.format}
 
 
 def create_channel(request: HttpRequest, body: dict[str, Any]) -> AlertChannel:
-    """A webhook channel (``kind`` "webhook"; ``format`` json, slack or teams). Raises InvalidInput, AlreadyExists,
-    Forbidden (audited)."""
-    params = {k: body.get(k) for k in ("name", "kind", "url", "format")}
+    """A webhook channel (``kind`` "webhook", ``url``, ``format`` json, slack or teams) or an email one (``kind``
+    "email", ``to``: addresses). Raises InvalidInput, AlreadyExists, Forbidden (audited)."""
+    params = {k: body.get(k) for k in ("name", "kind", "url", "format", "to")}
 
     def change() -> AlertChannel:
         name = _name(body.get("name"), "channel")
         kind = body.get("kind") or "webhook"
-        if kind != "webhook":
-            raise InvalidInput(f"kind must be webhook, not {str(kind)[:40]!r} (email is not offered yet).")
-        fmt = body.get("format") or "json"
-        if fmt not in deliver.FORMATS:
-            raise InvalidInput(f"format must be one of {', '.join(deliver.FORMATS)}, not {str(fmt)[:40]!r}.")
-        url = deliver.check_target(body.get("url"), settings.KAZAMI_ALERT_PRIVATE_TARGETS)
+        fields: dict[str, Any]
+        if kind == "email":
+            fields = {"to": deliver.check_recipients(body.get("to"))}
+        elif kind == "webhook":
+            fmt = body.get("format") or "json"
+            if fmt not in deliver.FORMATS:
+                raise InvalidInput(f"format must be one of {', '.join(deliver.FORMATS)}, not {str(fmt)[:40]!r}.")
+            fields = {
+                "url": deliver.check_target(body.get("url"), settings.KAZAMI_ALERT_PRIVATE_TARGETS),
+                "format": fmt,
+            }
+        else:
+            raise InvalidInput(f"kind must be webhook or email, not {str(kind)[:40]!r}.")
         try:
             with transaction.atomic():
                 return AlertChannel.objects.create(
-                    name=name, kind=kind, url=url, format=fmt, created_at=timezone.now(), created_by=_user(request)
+                    name=name, kind=kind, created_at=timezone.now(), created_by=_user(request), **fields
                 )
         except IntegrityError:
             raise AlreadyExists(f"A channel named {name!r} exists already.") from None

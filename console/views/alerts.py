@@ -190,6 +190,7 @@ def _page_context(request: HttpRequest, cluster: str, **extra: Any) -> dict[str,
         "events": [(e, undelivered.get(e.pk), e.pk in sent) for e in events],
         "channels": list(AlertChannel.objects.all()),
         "silences": silences,
+        "smtp_host": settings.KAZAMI_SMTP_HOST,
         "kinds": [(k, subject, unit, text) for k, (subject, unit, text) in KINDS.items()],
         "severities": SEVERITIES,
         "statuses": LAG_STATUSES,
@@ -232,7 +233,7 @@ def _act(request: HttpRequest, cluster: str, action: str) -> str:
         alert_changes.delete_rule(request, cluster, _id(post.get("rule")))
         return "Rule deleted."
     if action == "channel":
-        body = {k: post.get(k, "") for k in ("name", "url", "format")}
+        body = {k: post.get(k, "") for k in ("name", "kind", "url", "format", "to")}
         channel = alert_changes.create_channel(request, body)
         return f"Channel “{channel.name}” made."
     if action == "test_channel":

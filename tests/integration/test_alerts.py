@@ -338,3 +338,52 @@ def test_a_silence_holds_an_alert_back_and_an_acknowledgement_is_shown(
     silence_id = held.json()["id"]
     assert operator.delete(f"/api/clusters/local/alerts/silences/{silence_id}/").status_code == 200
     assert operator.get("/api/clusters/local/alerts/silences/").json()["silences"] == []
+
+
+def test_alerts_by_email_through_a_real_smtp_server(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, settings: Any
+) -> None:
+    from aiosmtpd.controller import Controller
+
+    class Inbox:
+        def __init__(self) -> None:
+            self.mails: list[tuple[list[str], str]] = []
+
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # aiosmtpd calls it by this name
+            self.mails.append((list(envelope.rcpt_tos), envelope.content.decode()))
+            return "250 OK"
+
+    inbox = Inbox()
+    port = free_port()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=port)
+    smtp.start()
+    try:
+        settings.KAZAMI_SMTP_HOST, settings.KAZAMI_SMTP_PORT = "127.0.0.1", port
+        settings.KAZAMI_SMTP_FROM = "kazami@example.com"
+        admin = logged_in("admin")
+        made = admin.post(
+            "/api/alerts/channels/",
+            {"name": unique("mail"), "kind": "email", "to": ["oncall@example.com", "lead@example.com"]},
+            "application/json",
+        )
+        assert made.status_code == 201, made.content
+        assert made.json()["to"] == ["oncall@example.com", "lead@example.com"]
+        bad = admin.post(
+            "/api/alerts/channels/", {"name": "m2", "kind": "email", "to": "not an address"}, "application/json"
+        )
+        assert bad.status_code == 400
+        topic = create_topic(unique("mailed"), partitions=1)
+        produce(topic, [(None, b"e%d" % i) for i in range(7)], partition=0)
+        group = unique("g-mailed")
+        commit(group, {TopicPartition(topic, 0): 1})
+        rule(
+            admin, {"name": unique("lag-mail"), "kind": "consumer_lag", "group": group, "channels": [made.json()["id"]]}
+        )
+        until("the mail", lambda: inbox.mails, step=sample_once)
+        to, text = inbox.mails[0]
+        assert sorted(to) == ["lead@example.com", "oncall@example.com"]
+        assert "Subject: [FIRING] " in text
+        assert f"{group} is 6 records behind" in text
+        assert f"Open it: http://kazami.test/clusters/local/groups/{group}/" in text
+    finally:
+        smtp.stop()
