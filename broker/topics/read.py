@@ -361,6 +361,28 @@ def min_isr_of(admin: KafkaAdminClient, conn: ClusterConnection, names: list[str
     return result
 
 
+def retention_ms_of(conn: ClusterConnection, names: list[str]) -> dict[str, int]:
+    """Each topic's retention.ms (-1: kept for ever), in one DescribeConfigs; topics not answered are left out
+    (and every topic while the brokers cannot give configs: see _describe_configs)."""
+    if not names:
+        return {}
+
+    def fetch(admin: KafkaAdminClient) -> dict[str, int]:
+        resources = [ConfigResource(ConfigResourceType.TOPIC, n, ["retention.ms"]) for n in names]
+        described = _describe_configs(admin, conn, resources)
+        found = {}
+        for name, configs in (described or {}).get("topic", {}).items():
+            entry = configs.get("retention.ms")
+            if entry and entry.get("value") not in (None, ""):
+                found[name] = int(entry["value"])
+        return found
+
+    try:
+        return conn.call(fetch, "retention of topics", retry=True)
+    except kafka.errors.KafkaError:
+        return {}
+
+
 def _zookeeper_away(conn: ClusterConnection) -> bool:
     """True while a request the brokers need ZooKeeper for timed out (conn.zookeeper_stalled_at) and
     ZooKeeper still does not serve (with no ZooKeeper configured: for ten time-outs after the stall)."""

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
+from broker.groups.forecast import Forecast, Point, forecast
 from broker.groups.lag import GroupLag
 from broker.groups.lag_status import GroupVerdict, Observation, Rules, evaluate_group, severity
 from console.models import LagSample
@@ -170,3 +171,28 @@ def readers_by_topic(cluster: str) -> tuple[dict[str, TopicReaders], Any]:
         .annotate(groups=Count("group", distinct=True), lag=Sum("lag"))
     )
     return {r["topic"]: TopicReaders(groups=r["groups"], lag=r["lag"]) for r in rows}, latest
+
+
+def group_forecast(cluster: str, group: GroupLag, retention_ms: dict[str, int]) -> Forecast | None:
+    """The group's forecast (broker.groups.forecast) from its samples of the last few minutes (six sampler
+    intervals, at least a minute) and its offsets now."""
+    window = timedelta(seconds=max(60.0, settings.KAZAMI_LAG_SAMPLE_INTERVAL * 6))
+    since = timezone.now() - window
+    history: dict[tuple[str, int], list[Point]] = defaultdict(list)
+    rows = (
+        LagSample.objects.filter(
+            cluster=cluster, group=group.group_id, at__gte=since, committed__isnull=False, log_end__isnull=False
+        )
+        .order_by("at")
+        .values_list("topic", "partition", "at", "committed", "log_end")
+    )
+    for topic, partition, at, committed, log_end in rows:
+        if committed is not None and log_end is not None:
+            history[(topic, partition)].append(Point(int(at.timestamp() * 1000), committed, log_end))
+    for p in group.partitions:
+        if p.committed is not None and p.log_end is not None:
+            points = history[(p.topic, p.partition)]
+            if not points or points[-1].at_ms < group.fetched_at_ms:
+                points.append(Point(group.fetched_at_ms, p.committed, p.log_end))
+    lag_ms = {(p.topic, p.partition): p.lag_ms for p in group.partitions}
+    return forecast(dict(history), lag_ms, retention_ms)

@@ -35,6 +35,12 @@ def duration(ms: int | None) -> str:
 
 
 @register.filter
+def seconds(value: float | None) -> str:
+    """A duration given in seconds, as :func:`duration` says it."""
+    return duration(None if value is None else int(value * 1000))
+
+
+@register.filter
 def status_label(status: str) -> str:
     """A lag status as shown to people."""
     return "not judged yet" if status == "NOT_EVALUATED" else status

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.groups import lag as groups
 from broker.groups.changes import do_reset_offsets
+from broker.topics.read import retention_ms_of
 from console.access import needs, token_allowed
 from console.changes import groups as group_changes
 from console.config.clusters import get_configs, get_connection
@@ -24,7 +25,7 @@ from console.forms import DeleteGroupForm, DeleteOffsetsForm, ResetForm, reset_s
 from console.live.fragments import GROUP_CSV, group_context, groups_context
 from console.params import choice_param, is_htmx, json_object
 from console.present import spreadsheet
-from console.present.lag import RANGES, history_series, verdicts
+from console.present.lag import RANGES, group_forecast, history_series, verdicts
 from console.present.listing import csv_file, wants_csv
 
 # The lag report's formats; the URL's extension must be one of them (it names the download too).
@@ -62,10 +63,18 @@ def group_list(request: HttpRequest, cluster: str) -> HttpResponse:
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     window = choice_param(request, "range", tuple(RANGES), "1h")
     context = group_context(cluster, group)
+    found = context.get("group")
+    ahead = group_forecast(cluster, found, retention_ms_of(get_connection(cluster), found.topics)) if found else None
+    history = history_series(cluster, group, window)
+    catch_up_ms = int(ahead.catch_up_s * 1000) if ahead is not None and ahead.catch_up_s is not None else None
+    if ahead is not None and catch_up_ms and found is not None:
+        history["projection"] = [[found.fetched_at_ms, ahead.lag], [found.fetched_at_ms + catch_up_ms, 0]]
     context.update(
+        forecast=ahead,
+        catch_up_ms=catch_up_ms,
         window=window,
         ranges=list(RANGES),
-        history=history_series(cluster, group, window),
+        history=history,
         live_interval=settings.KAZAMI_LIVE_INTERVAL,
     )
     return render(request, "groups/detail.html", context, status=503 if context["error"] else 200)
@@ -275,11 +284,14 @@ def api_group_list(request: HttpRequest, cluster: str) -> Any:
 @require_GET
 @api_view
 def api_group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
-    found = groups.get_group(get_connection(cluster), group)
+    conn = get_connection(cluster)
+    found = groups.get_group(conn, group)
     verdict = verdicts(cluster, [found])[group]
     by_tp = {(v.topic, v.partition): v for v in verdict.partitions}
+    ahead = group_forecast(cluster, found, retention_ms_of(conn, found.topics))
     return {
         **_group_json(found, verdict),
+        "forecast": ahead.as_dict() if ahead is not None else None,
         "members": [m.as_dict() for m in found.members],
         "partitions": [
             {**p.as_dict(), "status": by_tp[(p.topic, p.partition)].status if (p.topic, p.partition) in by_tp else None}

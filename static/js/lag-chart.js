@@ -16,6 +16,17 @@
   var span = data.times.length > 1 ? data.times[data.times.length - 1] - data.times[0] : 60000;
   var chart = KazamiCharts.timeLine(canvas, { times: filled.times, step_ms: span > 86400000 ? 3600000 : 60000, series: series },
                                     { yTitle: "messages behind" });
+  // The forecast: a dashed line from the lag now to zero when the group would catch up at its current rates
+  // (the axis goes on at most one more span beyond the history; the line is cut there).
+  if (data.projection) {
+    var from = data.projection[0], to = data.projection[1];
+    chart.data.datasets.push({
+      label: "projected", data: [{ x: from[0], y: from[1] }, { x: to[0], y: to[1] }], borderColor: KazamiCharts.ink,
+      borderDash: [6, 4], borderWidth: 1.5, pointRadius: 0, fill: false, yAxisID: "y", order: 0
+    });
+    chart.options.scales.x.max = Math.max(chart.options.scales.x.max || from[0], Math.min(to[0], from[0] + Math.max(span, 60000)));
+    chart.update();
+  }
   document.addEventListener("htmx:oobAfterSwap", function () {
     var el = document.getElementById("group");
     if (!el || !el.dataset.at) return;

@@ -27,6 +27,8 @@ def test_a_rule_made_from_the_group_page_fires(console_url: str, page: Any, arti
     consumer.close()
 
     page.goto(f"{console_url}/clusters/local/groups/{group}/")
+    assert page.locator("#forecast").is_visible()
+    page.screenshot(path=str(artifacts / "group-forecast.png"), full_page=True)
     page.click("#alert-me")
     page.wait_for_url("**/clusters/local/alerts/**")
     assert page.locator("#new-rule").get_attribute("open") is not None
