@@ -176,6 +176,7 @@ urlpatterns = [
     path(f"api/{CLUSTER}alerts/silences/", alert_views.api_silences, name="api-alert-silences"),
     path(f"api/{CLUSTER}alerts/silences/<int:silence>/", alert_views.api_silence_delete, name="api-alert-silence"),
     path(f"api/{CLUSTER}alerts/ack/", alert_views.api_ack, name="api-alert-ack"),
+    path(f"api/{CLUSTER}alerts/prometheus.yml", alert_views.api_prometheus_rules, name="api-alert-prometheus"),
     path(f"api/{CLUSTER}alerts/rules/<int:rule>/", alert_views.api_rule_delete, name="api-alert-rule"),
     path(f"api/{CLUSTER}", cluster_views.api_cluster, name="api-cluster"),
     path(f"api/{CLUSTER}quorum/", cluster_views.api_quorum, name="api-quorum"),

@@ -13,9 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from broker.alerts.prometheus import rules_file
 from broker.alerts.rules import KINDS, LAG_STATUSES, SEVERITIES
 from broker.errors import InvalidInput, KazamiError
-from console.background.alerts import active_silences, alert_json, ensure_builtin, silenced
+from console.background.alerts import active_silences, alert_json, ensure_builtin, silenced, spec
 from console.changes import alerts as alert_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
@@ -276,3 +277,16 @@ def alerts_part(request: HttpRequest, cluster: str) -> HttpResponse:
     if part == "history":
         return render(request, "alerts/_history.html", context)
     return render(request, "alerts/_status.html", context)
+
+
+@require_GET
+@api_view
+def api_prometheus_rules(request: HttpRequest, cluster: str) -> Any:
+    """The cluster's enabled rules as a Prometheus alerting-rules file over /metrics."""
+    get_connection(cluster)
+    ensure_builtin(cluster)
+    enabled = AlertRule.objects.filter(cluster=cluster, enabled=True)
+    body = rules_file(cluster, [(spec(r), r.severity) for r in enabled])
+    response = HttpResponse(body, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="kazami-{cluster}-rules.yml"'
+    return response

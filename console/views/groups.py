@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.groups import lag as groups
 from broker.groups.changes import do_reset_offsets
+from broker.replication.health import get_replication
 from broker.topics.read import retention_ms_of
 from console.access import needs, token_allowed
 from console.changes import groups as group_changes
@@ -162,6 +163,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         "# TYPE kazami_consumer_group_status gauge",
     ]
     up_lines = ["# HELP kazami_cluster_up Whether the cluster answered.", "# TYPE kazami_cluster_up gauge"]
+    replication: list[tuple[str, str, int]] = []
     for cluster in get_configs():
         try:
             found = groups.get_groups(get_connection(cluster))
@@ -169,6 +171,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             up_lines.append(f'kazami_cluster_up{{cluster="{_label(cluster)}"}} 0')
             continue
         up_lines.append(f'kazami_cluster_up{{cluster="{_label(cluster)}"}} 1')
+        replication += _replication_metrics(cluster)
         judged = verdicts(cluster, found)
         for g in found:
             base = f'cluster="{_label(cluster)}",group="{_label(g.group_id)}"'
@@ -181,8 +184,50 @@ def metrics(request: HttpRequest) -> HttpResponse:
                     lines.append(f"kazami_consumer_lag{{{labels}}} {p.lag}")
                 if p.lag_ms is not None:
                     time_lines.append(f"kazami_consumer_lag_seconds{{{labels}}} {p.lag_ms / 1000:.3f}")
-    body = "\n".join([*up_lines, *lines, *time_lines, *status_lines]) + "\n"
+    body = "\n".join([*up_lines, *lines, *time_lines, *status_lines, *_replication_lines(replication)]) + "\n"
     return HttpResponse(body, content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+# Replication, per topic and broker, for the alerting rules of console.views.alerts' Prometheus export.
+REPLICATION_METRICS = {
+    "kazami_partitions_offline": "Partitions of the topic without a leader.",
+    "kazami_partitions_under_replicated": "Partitions of the topic missing an in-sync replica.",
+    "kazami_partitions_under_min_isr": "Partitions of the topic with fewer in-sync replicas than min.insync.replicas.",
+    "kazami_broker_up": "Whether the broker is registered (and not fenced): 1, or 0 when gone.",
+}
+
+
+def _replication_lines(samples: list[tuple[str, str, int]]) -> list[str]:
+    """The replication metrics in text format, each family's HELP and TYPE before its samples ((name, labels,
+    value) of every cluster)."""
+    lines = []
+    for name, text in REPLICATION_METRICS.items():
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+        lines += [f"{name}{{{labels}}} {value}" for metric, labels, value in samples if metric == name]
+    return lines
+
+
+def _replication_metrics(cluster: str) -> list[tuple[str, str, int]]:
+    try:
+        snapshot = get_replication(get_connection(cluster))
+    except KazamiError:
+        return []
+    c = _label(cluster)
+    counts: dict[str, list[int]] = {}
+    for p in snapshot.partitions:
+        row = counts.setdefault(p.topic, [0, 0, 0])
+        row[0] += p.offline
+        row[1] += p.under_replicated
+        row[2] += p.under_min_isr
+    samples = []
+    for topic, values in sorted(counts.items()):
+        labels = f'cluster="{c}",topic="{_label(topic)}"'
+        for name, value in zip(list(REPLICATION_METRICS)[:3], values, strict=True):
+            samples.append((name, labels, value))
+    known = set(snapshot.brokers) | {r for p in snapshot.partitions for r in p.replicas}
+    for b in sorted(known):
+        samples.append(("kazami_broker_up", f'cluster="{c}",broker="{b}"', int(snapshot.brokers.get(b, False))))
+    return samples
 
 
 @require_http_methods(["GET", "POST"])

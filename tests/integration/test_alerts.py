@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+import yaml
 from django.test import Client
 from django.utils import timezone
 from kafka import KafkaConsumer, TopicPartition
@@ -281,6 +282,10 @@ def test_the_alerts_page_makes_and_deletes_rules_and_says_what_is_wrong(
         == 403
     )
     assert operator.get("/clusters/local/alerts/firing/", {"part": "badge"}).status_code == 200
+    exported = operator.get("/api/clusters/local/alerts/prometheus.yml")
+    assert exported["Content-Type"].startswith("application/yaml")
+    alerts_in_file = {r["alert"] for r in yaml.safe_load(exported.content)["groups"][0]["rules"]}
+    assert {"Broker_gone", "Offline_partitions"} <= alerts_in_file
     assert operator.get("/clusters/nowhere/alerts/").status_code == 404
 
 

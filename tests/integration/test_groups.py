@@ -303,3 +303,19 @@ def test_exports_and_prometheus_metrics(client: Client) -> None:
     assert any(s.labels == {"cluster": "local"} and s.value == 1.0 for s in families["kazami_cluster_up"].samples)
     statuses = [s for s in families["kazami_consumer_group_status"].samples if s.labels.get("group") == group]
     assert len(statuses) == 1
+    # Replication per topic and broker (what the alerts' Prometheus rules read).
+    mine = {
+        s.name: s.value
+        for f in families.values()
+        for s in f.samples
+        if s.labels.get("topic") == name and s.name.startswith("kazami_partitions_")
+    }
+    assert mine == {
+        "kazami_partitions_offline": 0,
+        "kazami_partitions_under_replicated": 0,
+        "kazami_partitions_under_min_isr": 0,
+    }
+    brokers = {
+        s.labels["broker"]: s.value for s in families["kazami_broker_up"].samples if s.labels["cluster"] == "local"
+    }
+    assert brokers == {"0": 1.0, "1": 1.0, "2": 1.0}
