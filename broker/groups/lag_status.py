@@ -30,14 +30,19 @@ Partition rules, checked in this order (``W`` = the last ``rules.window`` observ
    that stopped committing because there was nothing to read is given one window's time to pick up
    messages that arrived since. Bounding it by time (not only by "is in ``W``") means a history whose
    last observation is old still reads STOP once the catch-up is older than the span.
-   Samples cannot tell "commits the same offset again" from "does not commit": a window whose
-   committed offsets are all equal therefore reads STOP as soon as ``now_ms`` is past its newest
-   observation, and STALL only when judged no later than that observation.
+   When a live member is assigned the partition (``consumed_now``), the same conditions, or a window whose
+   committed offsets are all equal, read STALL instead: samples cannot tell "commits the same offset again"
+   from "does not commit", membership can, and a group with a live member never reads STOP on its way to
+   STALL.
 6. REWIND: some committed offset in ``W`` is lower than the one before it and no later committed
    offset in ``W`` gets back to at least that earlier value.
+
+   Rules 6 to 8 read ``W`` as Burrow's ring of commits would hold it: one observation per change of the
+   committed offset (the first sample that saw it). Samples taken after a consumer stopped committing add
+   nothing there: their lag grows only because nothing reads, and Burrow says OK until it says STOP.
 7. STALL: no observation of ``W`` has lag <= allowed, and every committed offset in ``W`` is the same.
 8. WARN: no observation of ``W`` has lag <= allowed, the committed offset moved within ``W``, and the
-   lag never decreased between consecutive observations of ``W``.
+   lag at its commits never decreased and did rise (a consumer one record behind at every commit keeps up).
 9. Otherwise OK.
 
 When several hold, the first in the order above wins: STOP > REWIND > STALL > WARN > OK.
@@ -197,13 +202,17 @@ def evaluate_partition(
     current_log_end: int | None,
     rules: Rules,
     consumed_now: bool = False,
+    moved_at_ms: int | None = None,
 ) -> PartitionVerdict:
     """The verdict for one partition from its observations (oldest first; sorted by time here anyway)
     and the log-end offset read now (``None`` when unknown), judged by the module's rules at ``now_ms``.
 
     ``consumed_now``: a live group member is assigned the partition at this moment. Samples of committed
     offsets cannot tell "commits the same offset" from "does not commit", but membership can: a frozen
-    offset with a member still assigned is STALL (alive, not moving); without one it is STOP.
+    offset with a member still assigned is STALL (alive, not moving), never STOP; without one it is STOP.
+
+    ``moved_at_ms``: when the committed offset last changed, when the caller knows it from further back than
+    ``history`` (the reasons then say for how long it has truly not moved).
     """
     observations = sorted(history, key=lambda o: o.at_ms)  # stable: equal times keep their order
 
@@ -235,27 +244,36 @@ def evaluate_partition(
         return verdict(Status.OK, f"caught up ({_lag_phrase(lag, allowed)})", lag, complete)
 
     committed = [o.committed for o in window]
-    lags = [o.lag for o in window]
     last_move = next((window[i].at_ms for i in range(len(window) - 1, 0, -1) if committed[i] != committed[i - 1]), None)
     caught_up = next((o.at_ms for o in reversed(window) if o.lag <= allowed), None)
     still_since = first.at_ms if last_move is None else last_move
+    moved = _last_move_in(observations)
+    if moved_at_ms is not None and moved == observations[0].at_ms:
+        moved = min(moved, moved_at_ms)  # the history passed in starts after the offset last changed
+    still_for = now_ms - moved
 
     frozen = len(set(committed)) == 1
-    if consumed_now and frozen and (caught_up is None or now_ms - caught_up > span):
-        still_for = now_ms - _last_move_in(observations)
+    waited_long = caught_up is None or now_ms - caught_up > span
+    if consumed_now and waited_long and (frozen or now_ms - still_since > span):
         reason = (
             f"a member is assigned but committed offset {last.committed:,} has not moved for "
             f"{format_duration(still_for)}, while {_waiting(lag)}"
         )
         return verdict(Status.STALL, reason, lag, complete)
 
-    if now_ms - still_since > span and (caught_up is None or now_ms - caught_up > span):
-        stopped_for = now_ms - _last_move_in(observations)
+    if now_ms - still_since > span and waited_long:
         reason = (
-            f"committed offset {last.committed:,} has not moved for {format_duration(stopped_for)}, "
+            f"committed offset {last.committed:,} has not moved for {format_duration(still_for)}, "
             f"longer than the window's {format_duration(span)}, while {_waiting(lag)}"
         )
         return verdict(Status.STOP, reason, lag, complete)
+
+    # What Burrow's ring of commits would hold: an observation per change of the committed offset (the first
+    # sample that saw it), not the samples after a consumer stopped committing, whose lag grows only because
+    # nothing reads (Burrow says OK there until it says STOP; a WARN from them would be a false alarm).
+    commits = [o for i, o in enumerate(window) if i == 0 or o.committed != window[i - 1].committed]
+    committed = [o.committed for o in commits]
+    lags = [o.lag for o in commits]
 
     rewind = _unrecovered_rewind(committed)
     if rewind is not None:
@@ -274,10 +292,13 @@ def evaluate_partition(
         )
         return verdict(Status.STALL, reason, lag, complete)
 
-    if never_caught_up and all(b >= a for a, b in pairwise(lags)):
+    # WARN: moving, never caught up, and the lag at its commits never fell and did rise (a consumer that keeps
+    # one record behind at every sample keeps up: that is not falling behind).
+    if never_caught_up and len(commits) > 1 and lags[-1] > lags[0] and all(b >= a for a, b in pairwise(lags)):
         reason = (
-            f"falling behind: lag grew from {lags[0]:,} to {lags[-1]:,} over {format_duration(span)} "
-            f"although the committed offset moved {committed[-1] - committed[0]:,}, and {_waiting(lag)} now"
+            f"falling behind: lag grew from {lags[0]:,} to {lags[-1]:,} over "
+            f"{format_duration(commits[-1].at_ms - commits[0].at_ms)} although the committed offset moved "
+            f"{committed[-1] - committed[0]:,}, and {_waiting(lag)} now"
         )
         return verdict(Status.WARN, reason, lag, complete)
 
@@ -326,12 +347,22 @@ def evaluate_group(
     log_ends: Mapping[tuple[str, int], int],
     rules: Rules,
     consumed_now: Collection[tuple[str, int]] = (),
+    moved_at: Mapping[tuple[str, int], int] | None = None,
 ) -> GroupVerdict:
     """The verdict for a group: every partition judged by ``evaluate_partition`` (with its log end from
     ``log_ends`` when present, and whether a live member holds it from ``consumed_now``), sorted by topic
     and partition, rolled up into OK, WARN or ERR."""
     verdicts = [
-        evaluate_partition(key[0], key[1], partitions[key], now_ms, log_ends.get(key), rules, key in consumed_now)
+        evaluate_partition(
+            key[0],
+            key[1],
+            partitions[key],
+            now_ms,
+            log_ends.get(key),
+            rules,
+            key in consumed_now,
+            (moved_at or {}).get(key),
+        )
         for key in sorted(partitions)
     ]
     total = sum(v.current_lag or 0 for v in verdicts)

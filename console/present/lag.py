@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 
 from broker.groups.forecast import Forecast, Point, forecast
@@ -41,6 +41,16 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
         if group in ids and committed is not None and log_end is not None:
             history[group][(topic, partition)].append(Observation(int(at.timestamp() * 1000), committed, log_end))
     now_ms = int(timezone.now().timestamp() * 1000)
+    frozen = [
+        (g.group_id, p.topic, p.partition, p.committed)
+        for g in groups
+        for p in g.partitions
+        if p.committed is not None
+        and (p.lag or 0) > r.allowed_lag
+        and (seen := history[g.group_id].get((p.topic, p.partition)))
+        and all(o.committed == p.committed for o in seen)
+    ]
+    moved = _first_seen(cluster, frozen) if frozen else {}
     result = {}
     for g in groups:
         parts = {
@@ -60,8 +70,28 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
                 if not seen or seen[-1].committed != p.committed:
                     parts[key] = [*seen, Observation(g.fetched_at_ms, p.committed, p.log_end)]
         consumed = {(p.topic, p.partition) for p in g.partitions if p.member_id}
-        result[g.group_id] = evaluate_group(parts, now_ms, ends, r, consumed)
+        result[g.group_id] = evaluate_group(parts, now_ms, ends, r, consumed, moved.get(g.group_id))
     return result
+
+
+def _first_seen(cluster: str, frozen: list[tuple[str, str, int, int]]) -> dict[str, dict[tuple[str, int], int]]:
+    """For partitions whose committed offset did not move in the history a verdict loads ((group, topic,
+    partition, offset)), when the lag sampler first saw that offset: the time it last moved, from the whole stored
+    history (a few queries of up to 100 partitions each), so that a reason says how long it has truly not moved."""
+    found: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
+    for i in range(0, len(frozen), 100):
+        chunk = frozen[i : i + 100]
+        wanted = Q()
+        for group, topic, partition, offset in chunk:
+            wanted |= Q(group=group, topic=topic, partition=partition, committed=offset)
+        rows = (
+            LagSample.objects.filter(wanted, cluster=cluster)
+            .values("group", "topic", "partition")
+            .annotate(first=Min("at"))
+        )
+        for row in rows:
+            found[row["group"]][(row["topic"], row["partition"])] = int(row["first"].timestamp() * 1000)
+    return found
 
 
 def history_series(cluster: str, group: str, window: str) -> dict[str, Any]:

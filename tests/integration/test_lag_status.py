@@ -125,3 +125,61 @@ def api_end(topic: str) -> int:
         return int(client.list_partition_offsets({tp: OffsetSpec.LATEST})[tp].offset)
     finally:
         client.close()
+
+
+def stored_statuses(group: str) -> list[str]:
+    from console.models import LagSample
+
+    return list(LagSample.objects.filter(group=group).order_by("at").values_list("status", flat=True))
+
+
+def test_a_consumer_one_record_behind_at_every_sample_is_ok_not_warn(client: Client) -> None:
+    name = create_topic(unique("st-behind-one"), partitions=1)
+    group = unique("g-behind-one")
+    for at in moments(count=4, first_ago=35):
+        produce(name, [(None, b"x")] * 5, partition=0)
+        commit(group, {(name, 0): api_end(name) - 1})  # the sample lands between a write and the next commit
+        lag_sampler.sample_once(now=at)
+    assert status(client, group) == ("OK", "OK")
+    assert "WARN" not in stored_statuses(group)
+
+
+def test_a_consumer_that_closed_after_moving_goes_from_ok_to_stop_never_warn(client: Client) -> None:
+    name = create_topic(unique("st-closed"), partitions=1)
+    group = unique("g-closed")
+    # Moving and keeping up for three samples, then closed: the next samples see the offset frozen and records
+    # arriving. Burrow's ring of commits says OK until the offset has been still for longer than its span.
+    times = list(moments(count=6, step=10, first_ago=100))
+    for at in times[:3]:
+        produce(name, [(None, b"x")] * 5, partition=0)
+        commit(group, {(name, 0): api_end(name) - 1})
+        lag_sampler.sample_once(now=at)
+    for at in times[3:]:
+        produce(name, [(None, b"x")] * 8, partition=0)
+        lag_sampler.sample_once(now=at)
+    assert "WARN" not in stored_statuses(group)
+    assert status(client, group) == ("ERR", "STOP")  # judged now: still for far longer than the window
+
+
+def test_a_live_member_that_stops_moving_is_stall_and_no_stop_is_stored_first(client: Client) -> None:
+    name = create_topic(unique("st-live-stop"), partitions=1)
+    group = unique("g-live-stop")
+    produce(name, [(None, b"x")] * 5, partition=0)
+    consumer = KafkaConsumer(
+        name,
+        bootstrap_servers=BOOTSTRAP.split(","),
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    try:
+        times = list(moments(count=7, step=10, first_ago=120))
+        for i, at in enumerate(times):
+            produce(name, [(None, b"x")] * 5, partition=0)
+            offset = 3 + i if i < 2 else 4  # moves, then holds
+            join_and_commit(consumer, {TopicPartition(name, 0): offset})
+            lag_sampler.sample_once(now=at)
+        assert status(client, group) == ("ERR", "STALL")
+        assert "STOP" not in stored_statuses(group)
+    finally:
+        consumer.close(autocommit=False)

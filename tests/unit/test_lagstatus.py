@@ -499,3 +499,48 @@ def test_a_frozen_offset_with_a_live_member_is_stall_and_without_one_stop() -> N
     assert alive.reason.startswith("a member is assigned but committed offset 50 has not moved")
     group = evaluate_group({("t", 0): history}, 60_000, {("t", 0): 200}, rules, consumed_now={("t", 0)})
     assert (group.status, group.worst.status if group.worst else None) == ("ERR", "STALL")
+
+
+# ---- the departures from Burrow found side by side with Burrow 1.9.5 (issue 31)
+
+
+def test_a_consumer_one_record_behind_at_every_sample_keeps_up_it_is_not_warn() -> None:
+    # The sample lands between a write and the next commit: lag 1 every time, the offset moving.
+    history = samples([100 * i for i in range(10)], [100 * i + 1 for i in range(10)])
+    v = judge(history, current_log_end=history[-1].log_end)
+    assert v.status == Status.OK.value, v.reason
+    assert "grew from 1 to 1" not in v.reason
+
+
+def test_a_consumer_that_closed_after_moving_is_ok_then_stop_never_warn() -> None:
+    # Six commits keeping one behind, then the consumer closes: the offset freezes while records keep coming.
+    committed = [100 * i for i in range(6)] + [500] * 4
+    ends = [100 * i + 1 for i in range(6)] + [520, 540, 560, 580]
+    history = samples(committed, ends)
+    soon = judge(history, current_log_end=590)
+    assert soon.status == Status.OK.value, soon.reason  # Burrow's ring of commits still reads keeping up
+    # Frozen for longer than the window's span (1 min 30 s): STOP.
+    later = judge(history, now_ms=T0 + 5 * STEP + 91_000, current_log_end=700)
+    assert later.status == Status.STOP.value, later.reason
+
+
+def test_a_group_with_a_live_member_goes_to_stall_never_to_stop_first() -> None:
+    # It moved, then its offset froze while a member still holds the partition and records wait.
+    committed = [100 * i for i in range(5)] + [400] * 5
+    ends = [100 * i + 50 for i in range(5)] + [500, 600, 700, 800, 900]
+    history = samples(committed, ends)
+    early = evaluate_partition("orders", 3, history, history[-1].at_ms + 2_000, 950, RULES, consumed_now=True)
+    assert early.status != Status.STOP.value  # frozen 52 s of the window's 90: nothing decided yet
+    for now in (history[-1].at_ms + 45_000, history[-1].at_ms + 600_000):  # when a group without member is STOP
+        v = evaluate_partition("orders", 3, history, now, 950, RULES, consumed_now=True)
+        assert v.status == Status.STALL.value, (now, v.reason)
+    alone = evaluate_partition("orders", 3, history, history[-1].at_ms + 600_000, 950, RULES, consumed_now=False)
+    assert alone.status == Status.STOP.value
+
+
+def test_a_stop_reason_counts_from_the_last_move_known_before_the_window() -> None:
+    history = samples([700] * 10, [900] * 10)  # the last few minutes only: frozen throughout
+    an_hour_before = T0 - 3_600_000
+    v = evaluate_partition("tasks", 0, history, history[-1].at_ms + 100_000, 900, RULES, moved_at_ms=an_hour_before)
+    assert v.status == Status.STOP.value
+    assert "has not moved for 1 h 3 min" in v.reason
