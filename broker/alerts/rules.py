@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.errors import InvalidInput
+from broker.groups.forecast import Forecast
 from broker.groups.lag import GroupLag
 from broker.groups.lag_status import format_duration
 from broker.replication.health import Replication
@@ -24,10 +25,13 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "consumer_lag": ("group", "records", "a group's lag (summed over the partitions of its matching topics) over N"),
     "consumer_lag_time": ("group", "seconds", "a group's oldest unread record older than N seconds"),
     "lag_status": ("group", "", "a group's lag status one of the chosen (Burrow's STOP, STALL, REWIND, WARN)"),
+    "catch_up_time": ("group", "seconds", "a group that would take more than N seconds to catch up, or never"),
+    "retention_risk": ("group", "seconds", "a group's oldest unread record deleted by retention within N seconds"),
     "offline_partitions": ("topic", "partitions", "a topic with more than N partitions without a leader"),
     "under_replicated": ("topic", "partitions", "a topic with more than N partitions missing an in-sync replica"),
     "under_min_isr": ("topic", "partitions", "a topic with more than N partitions under min.insync.replicas"),
     "broker_gone": ("broker", "", "a broker that holds replicas or was registered, not registered now"),
+    "throughput_low": ("topic", "messages/s", "a topic written at N messages a second or less (0: nothing written)"),
 }
 SEVERITIES = ("critical", "warning", "info")
 LAG_STATUSES = ("WARN", "STOP", "STALL", "REWIND")
@@ -101,6 +105,8 @@ class Facts:
     # Brokers seen before (registered, or holding replicas), which a snapshot without them shows gone: a stopped
     # broker of a ZooKeeper-mode cluster leaves the registry, and a cluster without topics names no replica.
     known_brokers: frozenset[int] = frozenset()
+    forecasts: dict[str, Forecast] | None = None  # group -> its forecast (catch_up_time, retention_risk)
+    topic_rates: dict[str, float] | None = None  # topic -> messages a second since the previous look
 
 
 # Partition kinds: the PartitionReplicas property that marks a partition, and how a breach says it.
@@ -119,6 +125,23 @@ def breaches(rule: Rule, facts: Facts) -> dict[str, Breach] | None:
     """The subjects that break ``rule`` now, or None when this round does not know (the facts it needs are
     missing): states then stay as they are."""
     kind = rule.kind
+    if kind in ("catch_up_time", "retention_risk"):
+        if facts.forecasts is None:
+            return None
+        return {
+            b.subject: b
+            for group, ahead in facts.forecasts.items()
+            if _matches(group, rule.match)
+            for b in _ahead(rule, group, ahead)
+        }
+    if kind == "throughput_low":
+        if facts.topic_rates is None:
+            return None
+        return {
+            topic: Breach(topic, rate, f"{topic} is written at {rate:,.2f} messages a second")
+            for topic, rate in facts.topic_rates.items()
+            if rate <= rule.threshold and _matches(topic, rule.match)
+        }
     if KINDS[kind][0] == "group":
         if facts.groups is None:
             return None
@@ -165,6 +188,26 @@ def _group(rule: Rule, g: GroupLag, facts: Facts) -> list[Breach]:
     if status in rule.statuses:
         return [Breach(g.group_id, 1, f"{g.group_id} is {status}: {reason}" if reason else f"{g.group_id} is {status}")]
     return []
+
+
+def _ahead(rule: Rule, group: str, ahead: Forecast) -> list[Breach]:
+    if rule.kind == "catch_up_time":
+        if ahead.lag <= 0:
+            return []
+        if ahead.catch_up_s is None:
+            return [Breach(group, 0, f"{group} does not gain: {ahead.lag:,} behind, read no faster than written")]
+        if ahead.catch_up_s > rule.threshold:
+            late = format_duration(int(ahead.catch_up_s * 1000))
+            return [Breach(group, ahead.catch_up_s, f"{group} would take {late} to catch up ({ahead.lag:,} behind)")]
+        return []
+    risk = ahead.retention_risk
+    if risk is None or (rule.threshold > 0 and risk.deleted_in_s > rule.threshold):
+        return []
+    when = format_duration(int(risk.deleted_in_s * 1000))
+    text = f"{group}: the oldest unread record of {risk.topic}-{risk.partition} is deleted by retention in {when}"
+    return [
+        Breach(group, risk.deleted_in_s, text + (" (unread)" if risk.catch_up_s is None else ", before it is read"))
+    ]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,8 +25,10 @@ from broker.alerts import deliver
 from broker.alerts.rules import KINDS, Facts, Rule, Track, breaches, step
 from broker.groups.lag import GroupLag
 from broker.replication.health import Replication
+from broker.topics.read import retention_ms_of
+from console.config.clusters import get_connection
 from console.models import AlertDelivery, AlertEvent, AlertRule, AlertSilence, AlertState
-from console.present.lag import verdicts
+from console.present.lag import group_forecasts, verdicts
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +73,18 @@ def ensure_builtin(cluster: str) -> None:
             )
 
 
+# Which round evaluates which kinds: the lag sampler's, the replication watch's, the throughput look's.
+LAG_KINDS = ("consumer_lag", "consumer_lag_time", "lag_status", "catch_up_time", "retention_risk")
+REPLICATION_KINDS = ("offline_partitions", "under_replicated", "under_min_isr", "broker_gone")
+THROUGHPUT_KINDS = ("throughput_low",)
+# Topics' retention.ms for the forecasts of retention_risk rules: asked at most once per this many seconds.
+RETENTION_MAX_AGE_S = 600.0
+_retention: dict[str, tuple[float, dict[str, int]]] = {}
+
+
 def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> list[AlertEvent]:
     """The group rules of ``cluster`` over the groups the lag sampler just read."""
-    rules = _enabled(cluster, "group")
+    rules = _enabled(cluster, LAG_KINDS)
     if not rules:
         return []
     statuses: dict[str, tuple[str, str]] = {}
@@ -80,14 +92,37 @@ def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> lis
         for group, verdict in verdicts(cluster, groups).items():
             worst = verdict.worst
             statuses[group] = (worst.status, worst.reason) if worst is not None else (verdict.status, verdict.reason)
-    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses)
+    forecasts = None
+    if any(r.kind in ("catch_up_time", "retention_risk") for r in rules):
+        topics = sorted({p.topic for g in groups for p in g.partitions})
+        retention = _retention_of(cluster, topics) if any(r.kind == "retention_risk" for r in rules) else {}
+        forecasts = group_forecasts(cluster, groups, retention)
+    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses, forecasts=forecasts)
     return _evaluate(cluster, rules, facts, now)
+
+
+def _retention_of(cluster: str, topics: list[str]) -> dict[str, int]:
+    """The topics' retention.ms, asked of the cluster at most every RETENTION_MAX_AGE_S (one DescribeConfigs)."""
+    kept = _retention.get(cluster)
+    if kept is not None and time.monotonic() - kept[0] < RETENTION_MAX_AGE_S and set(topics) <= set(kept[1]):
+        return kept[1]
+    found = retention_ms_of(get_connection(cluster).background, topics)
+    _retention[cluster] = (time.monotonic(), found)
+    return found
+
+
+def after_throughput_look(cluster: str, topic_rates: dict[str, float], now: datetime) -> list[AlertEvent]:
+    """The throughput rules of ``cluster`` over the rates the throughput look just measured."""
+    rules = _enabled(cluster, THROUGHPUT_KINDS)
+    if not rules:
+        return []
+    return _evaluate(cluster, rules, Facts(at_ms=_ms(now), topic_rates=topic_rates), now)
 
 
 def after_replication_look(cluster: str, snapshot: Replication) -> list[AlertEvent]:
     """The replication rules of ``cluster`` over the replication watch's new snapshot."""
     ensure_builtin(cluster)
-    rules = _enabled(cluster, "replication")
+    rules = _enabled(cluster, REPLICATION_KINDS)
     if not rules:
         return []
     now = datetime.fromtimestamp(snapshot.fetched_at_ms / 1000, tz=timezone.get_current_timezone())
@@ -102,8 +137,7 @@ def after_replication_look(cluster: str, snapshot: Replication) -> list[AlertEve
     return _evaluate(cluster, rules, facts, now)
 
 
-def _enabled(cluster: str, source: str) -> list[AlertRule]:
-    kinds = [k for k, (subject, _, _) in KINDS.items() if (subject == "group") == (source == "group")]
+def _enabled(cluster: str, kinds: tuple[str, ...]) -> list[AlertRule]:
     return list(AlertRule.objects.filter(cluster=cluster, enabled=True, kind__in=kinds).prefetch_related("channels"))
 
 

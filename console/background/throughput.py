@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from broker.errors import KazamiError
 from broker.topics.throughput import Look, Rates, look, rates
+from console.background import alerts
 from console.config.clusters import get_configs, get_connection
 from console.models import ThroughputSample
 
@@ -40,6 +41,10 @@ def sample_once(now: datetime | None = None, min_interval_s: float = MIN_INTERVA
         measured = rates(before, seen) if before is not None else None
         if measured is not None:
             stored[name] = store(name, measured, now)
+            try:
+                alerts.after_throughput_look(name, {t: r.messages_per_s for t, r in measured.topics.items()}, now)
+            except Exception:  # an alert rule must never stop the sampling
+                log.exception("alerts: the throughput rules of %s failed", name)
     cutoff = now - timedelta(hours=settings.KAZAMI_LAG_RETENTION_HOURS)
     ThroughputSample.objects.filter(at__lt=cutoff).delete()
     return stored

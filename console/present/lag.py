@@ -206,23 +206,41 @@ def readers_by_topic(cluster: str) -> tuple[dict[str, TopicReaders], Any]:
 def group_forecast(cluster: str, group: GroupLag, retention_ms: dict[str, int]) -> Forecast | None:
     """The group's forecast (broker.groups.forecast) from its samples of the last few minutes (six sampler
     intervals, at least a minute) and its offsets now."""
+    return group_forecasts(cluster, [group], retention_ms).get(group.group_id)
+
+
+def group_forecasts(cluster: str, groups: list[GroupLag], retention_ms: dict[str, int]) -> dict[str, Forecast]:
+    """:func:`group_forecast` of each of ``groups`` (those with enough history), their samples read in a few
+    queries of up to 500 groups each."""
     window = timedelta(seconds=max(60.0, settings.KAZAMI_LAG_SAMPLE_INTERVAL * 6))
     since = timezone.now() - window
-    history: dict[tuple[str, int], list[Point]] = defaultdict(list)
-    rows = (
-        LagSample.objects.filter(
-            cluster=cluster, group=group.group_id, at__gte=since, committed__isnull=False, log_end__isnull=False
+    history: dict[str, dict[tuple[str, int], list[Point]]] = defaultdict(lambda: defaultdict(list))
+    ids = [g.group_id for g in groups]
+    for i in range(0, len(ids), 500):
+        rows = (
+            LagSample.objects.filter(
+                cluster=cluster,
+                group__in=ids[i : i + 500],
+                at__gte=since,
+                committed__isnull=False,
+                log_end__isnull=False,
+            )
+            .order_by("at")
+            .values_list("group", "topic", "partition", "at", "committed", "log_end")
         )
-        .order_by("at")
-        .values_list("topic", "partition", "at", "committed", "log_end")
-    )
-    for topic, partition, at, committed, log_end in rows:
-        if committed is not None and log_end is not None:
-            history[(topic, partition)].append(Point(int(at.timestamp() * 1000), committed, log_end))
-    for p in group.partitions:
-        if p.committed is not None and p.log_end is not None:
-            points = history[(p.topic, p.partition)]
-            if not points or points[-1].at_ms < group.fetched_at_ms:
-                points.append(Point(group.fetched_at_ms, p.committed, p.log_end))
-    lag_ms = {(p.topic, p.partition): p.lag_ms for p in group.partitions}
-    return forecast(dict(history), lag_ms, retention_ms)
+        for group_id, topic, partition, at, committed, log_end in rows.iterator(chunk_size=5000):
+            if committed is not None and log_end is not None:
+                history[group_id][(topic, partition)].append(Point(int(at.timestamp() * 1000), committed, log_end))
+    found = {}
+    for group in groups:
+        mine = history[group.group_id]
+        for p in group.partitions:
+            if p.committed is not None and p.log_end is not None:
+                points = mine[(p.topic, p.partition)]
+                if not points or points[-1].at_ms < group.fetched_at_ms:
+                    points.append(Point(group.fetched_at_ms, p.committed, p.log_end))
+        lag_ms = {(p.topic, p.partition): p.lag_ms for p in group.partitions}
+        ahead = forecast(dict(mine), lag_ms, retention_ms)
+        if ahead is not None:
+            found[group.group_id] = ahead
+    return found

@@ -126,3 +126,34 @@ def test_rule_fields_are_checked() -> None:
     ):
         with pytest.raises(InvalidInput):
             check_rule(*bad)
+
+
+def test_forecast_kinds_catch_up_time_and_retention_risk() -> None:
+    from broker.groups.forecast import Forecast, RetentionRisk
+
+    facts = Facts(
+        at_ms=0,
+        forecasts={
+            "slow": Forecast(5000, 10, 20, 500.0, 60, None),
+            "never": Forecast(900, 30, 10, None, 60, RetentionRisk("orders", 2, 120.0, None)),
+            "done": Forecast(0, 10, 10, 0.0, 60, None),
+            "fast": Forecast(100, 10, 110, 1.0, 60, None),
+        },
+    )
+    late = breaches(Rule(1, "late", "catch_up_time", threshold=300), facts) or {}
+    assert set(late) == {"slow", "never"}
+    assert late["slow"].value == 500.0
+    assert "8 min 20 s to catch up" in late["slow"].text
+    assert "does not gain" in late["never"].text
+    risky = breaches(Rule(2, "risk", "retention_risk"), facts) or {}
+    assert set(risky) == {"never"}
+    assert "orders-2 is deleted by retention in 2 min" in risky["never"].text
+    assert breaches(Rule(2, "risk", "retention_risk", threshold=60), facts) == {}  # 120 s away: beyond 60 s
+    assert breaches(Rule(2, "risk", "retention_risk"), Facts(at_ms=0, groups=[])) is None  # no forecasts this round
+
+
+def test_throughput_low_reads_the_rates_of_the_look() -> None:
+    facts = Facts(at_ms=0, topic_rates={"orders": 0.0, "clicks": 120.5, "audit": 0.4})
+    assert set(breaches(Rule(1, "quiet", "throughput_low"), facts) or {}) == {"orders"}
+    assert set(breaches(Rule(1, "quiet", "throughput_low", threshold=1, match="a*"), facts) or {}) == {"audit"}
+    assert breaches(Rule(1, "quiet", "throughput_low"), Facts(at_ms=0)) is None
