@@ -14,6 +14,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.connect.connectors import Connector
 from broker.errors import InvalidInput
 from broker.groups.forecast import Forecast
 from broker.groups.lag import GroupLag
@@ -32,6 +33,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "under_min_isr": ("topic", "partitions", "a topic with more than N partitions under min.insync.replicas"),
     "broker_gone": ("broker", "", "a broker that holds replicas or was registered, not registered now"),
     "throughput_low": ("topic", "messages/s", "a topic written at N messages a second or less (0: nothing written)"),
+    "connector_failed": ("connector", "tasks", "a connector FAILED, or more than N of its tasks FAILED"),
+    "disk_used": ("broker", "percent", "a broker whose log dirs' volume is more than N percent full"),
 }
 SEVERITIES = ("critical", "warning", "info")
 LAG_STATUSES = ("WARN", "STOP", "STALL", "REWIND")
@@ -107,6 +110,10 @@ class Facts:
     known_brokers: frozenset[int] = frozenset()
     forecasts: dict[str, Forecast] | None = None  # group -> its forecast (catch_up_time, retention_risk)
     topic_rates: dict[str, float] | None = None  # topic -> messages a second since the previous look
+    connectors: list[Connector] | None = None  # every connector of the cluster's Connect clusters, with status
+    # broker -> (the fullest of its log dirs' volumes, in percent; that log dir's path); brokers that do not say
+    # how big their volumes are (before Kafka 3.3) are left out.
+    disks: dict[int, tuple[float, str]] | None = None
 
 
 # Partition kinds: the PartitionReplicas property that marks a partition, and how a breach says it.
@@ -133,6 +140,24 @@ def breaches(rule: Rule, facts: Facts) -> dict[str, Breach] | None:
             for group, ahead in facts.forecasts.items()
             if _matches(group, rule.match)
             for b in _ahead(rule, group, ahead)
+        }
+    if kind == "connector_failed":
+        if facts.connectors is None:
+            return None
+        found = {}
+        for c in facts.connectors:
+            if _matches(c.name, rule.match) and (c.state == "FAILED" or c.failed_tasks > rule.threshold):
+                subject = f"{c.connect}/{c.name}"
+                what = "FAILED" if c.state == "FAILED" else f"{c.failed_tasks} of {len(c.tasks)} tasks FAILED"
+                found[subject] = Breach(subject, c.failed_tasks, f"connector {c.name} on {c.connect}: {what}")
+        return found
+    if kind == "disk_used":
+        if facts.disks is None:
+            return None
+        return {
+            str(b): Breach(str(b), full, f"broker {b}: the volume of {path} is {full:.1f}% full")
+            for b, (full, path) in sorted(facts.disks.items())
+            if full > rule.threshold and _matches(str(b), rule.match)
         }
     if kind == "throughput_low":
         if facts.topic_rates is None:

@@ -23,10 +23,14 @@ from django.utils import timezone
 
 from broker.alerts import deliver
 from broker.alerts.rules import KINDS, Facts, Rule, Track, breaches, step
+from broker.cluster.logdirs import describe_log_dirs
+from broker.connect.connectors import ConnectClient, Connector, list_all
+from broker.errors import KazamiError
 from broker.groups.lag import GroupLag
 from broker.replication.health import Replication
 from broker.topics.read import retention_ms_of
 from console.config.clusters import get_connection
+from console.config.connect import connect_configs
 from console.models import AlertDelivery, AlertEvent, AlertRule, AlertSilence, AlertState
 from console.present.lag import group_forecasts, verdicts
 
@@ -37,6 +41,7 @@ log = logging.getLogger(__name__)
 BUILTIN = (
     ("Offline partitions", "offline_partitions", "critical"),
     ("Broker gone", "broker_gone", "critical"),
+    ("Failed connectors", "connector_failed", "critical"),  # on a cluster with a Connect cluster configured
 )
 # Deliveries tried in one go at the most (the rest wait for the next round).
 BATCH = 50
@@ -61,6 +66,8 @@ def spec(rule: AlertRule) -> Rule:
 def ensure_builtin(cluster: str) -> None:
     have = set(AlertRule.objects.filter(cluster=cluster, builtin=True).values_list("kind", flat=True))
     for name, kind, severity in BUILTIN:
+        if kind in CONNECT_KINDS and not connect_configs(cluster):
+            continue
         if kind not in have and not AlertRule.objects.filter(cluster=cluster, name=name).exists():
             AlertRule.objects.create(
                 cluster=cluster,
@@ -77,6 +84,11 @@ def ensure_builtin(cluster: str) -> None:
 LAG_KINDS = ("consumer_lag", "consumer_lag_time", "lag_status", "catch_up_time", "retention_risk")
 REPLICATION_KINDS = ("offline_partitions", "under_replicated", "under_min_isr", "broker_gone")
 THROUGHPUT_KINDS = ("throughput_low",)
+CONNECT_KINDS = ("connector_failed",)
+DISK_KINDS = ("disk_used",)
+# Brokers' log dirs for disk rules: asked (one DescribeLogDirs a broker) at most once per this many seconds.
+DISKS_MAX_AGE_S = 60.0
+_disks: dict[str, tuple[float, dict[int, tuple[float, str]]]] = {}
 # Topics' retention.ms for the forecasts of retention_risk rules: asked at most once per this many seconds.
 RETENTION_MAX_AGE_S = 600.0
 _retention: dict[str, tuple[float, dict[str, int]]] = {}
@@ -84,7 +96,7 @@ _retention: dict[str, tuple[float, dict[str, int]]] = {}
 
 def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> list[AlertEvent]:
     """The group rules of ``cluster`` over the groups the lag sampler just read."""
-    rules = _enabled(cluster, LAG_KINDS)
+    rules = _enabled(cluster, LAG_KINDS + CONNECT_KINDS)
     if not rules:
         return []
     statuses: dict[str, tuple[str, str]] = {}
@@ -97,8 +109,19 @@ def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> lis
         topics = sorted({p.topic for g in groups for p in g.partitions})
         retention = _retention_of(cluster, topics) if any(r.kind == "retention_risk" for r in rules) else {}
         forecasts = group_forecasts(cluster, groups, retention)
-    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses, forecasts=forecasts)
+    connectors = _connectors(cluster) if any(r.kind in CONNECT_KINDS for r in rules) else None
+    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses, forecasts=forecasts, connectors=connectors)
     return _evaluate(cluster, rules, facts, now)
+
+
+def _connectors(cluster: str) -> list[Connector] | None:
+    """Every connector of the cluster's Connect clusters with its status (one request each), or None when one
+    of them did not answer: its connectors' alerts then neither fire nor resolve."""
+    clients = [ConnectClient(c) for c in connect_configs(cluster).values()]
+    if not clients:
+        return None
+    found = list_all(clients)
+    return None if found.unanswered else found.connectors
 
 
 def _retention_of(cluster: str, topics: list[str]) -> dict[str, int]:
@@ -113,10 +136,32 @@ def _retention_of(cluster: str, topics: list[str]) -> dict[str, int]:
 
 def after_throughput_look(cluster: str, topic_rates: dict[str, float], now: datetime) -> list[AlertEvent]:
     """The throughput rules of ``cluster`` over the rates the throughput look just measured."""
-    rules = _enabled(cluster, THROUGHPUT_KINDS)
+    rules = _enabled(cluster, THROUGHPUT_KINDS + DISK_KINDS)
     if not rules:
         return []
-    return _evaluate(cluster, rules, Facts(at_ms=_ms(now), topic_rates=topic_rates), now)
+    disks = _disks_of(cluster) if any(r.kind in DISK_KINDS for r in rules) else None
+    return _evaluate(cluster, rules, Facts(at_ms=_ms(now), topic_rates=topic_rates, disks=disks), now)
+
+
+def _disks_of(cluster: str) -> dict[int, tuple[float, str]] | None:
+    """Each broker's fullest log-dir volume (percent, path), asked at most every DISKS_MAX_AGE_S; None when the
+    cluster did not answer."""
+    kept = _disks.get(cluster)
+    if kept is not None and time.monotonic() - kept[0] < DISKS_MAX_AGE_S:
+        return kept[1]
+    try:
+        found = describe_log_dirs(get_connection(cluster).background)
+    except KazamiError:
+        return None
+    fullest: dict[int, tuple[float, str]] = {}
+    for broker in found:
+        for d in broker.log_dirs:
+            if d.total_bytes and d.usable_bytes is not None and d.error is None:
+                share = 100.0 * (d.total_bytes - d.usable_bytes) / d.total_bytes
+                if broker.broker not in fullest or share > fullest[broker.broker][0]:
+                    fullest[broker.broker] = (share, d.path)
+    _disks[cluster] = (time.monotonic(), fullest)
+    return fullest
 
 
 def after_replication_look(cluster: str, snapshot: Replication) -> list[AlertEvent]:
@@ -220,6 +265,11 @@ def link(cluster: str, kind: str, subject: str) -> str:
             path = reverse("group-detail", kwargs={"cluster": cluster, "group": subject})
         elif subject_type == "topic":
             path = reverse("topic-detail", kwargs={"cluster": cluster, "topic": subject})
+        elif subject_type == "connector" and "/" in subject:
+            connect, name = subject.split("/", 1)
+            path = reverse("connector-detail", kwargs={"cluster": cluster, "connect_name": connect, "name": name})
+        elif subject_type == "broker" and subject.isdigit():
+            path = reverse("broker-logdirs", kwargs={"cluster": cluster, "broker": int(subject)})
         else:
             path = reverse("cluster-overview", kwargs={"cluster": cluster})
     except NoReverseMatch:

@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.structs import OffsetAndMetadata
 
 from tests.conftest import BOOTSTRAP
 
@@ -139,3 +140,13 @@ def until(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
             return last
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def commit_offsets(group: str, offsets: dict[TopicPartition, int]) -> None:
+    """Commit ``offsets`` for ``group`` as a consumer with no member left behind (the group stays Empty)."""
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=group, enable_auto_commit=False)
+    try:
+        consumer.assign(list(offsets))
+        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
+    finally:
+        consumer.close()

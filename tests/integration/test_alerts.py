@@ -16,14 +16,13 @@ import pytest
 import yaml
 from django.test import Client
 from django.utils import timezone
-from kafka import KafkaConsumer, TopicPartition
-from kafka.structs import OffsetAndMetadata
+from kafka import TopicPartition
 
 from broker.local import launcher
 from console.background import alerts, replication_watch
 from console.background.lag_sampler import sample_once
-from tests.conftest import BOOTSTRAP, free_port, logged_in
-from tests.integration.kafka_helpers import create_topic, produce, unique, wait_healthy
+from tests.conftest import free_port, logged_in
+from tests.integration.kafka_helpers import commit_offsets, create_topic, produce, unique, wait_healthy
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
 
@@ -66,15 +65,6 @@ def alert_settings(settings: Any, clusters_reset: None) -> None:
     settings.KAZAMI_PUBLIC_URL = "http://kazami.test"
 
 
-def commit(group: str, offsets: dict[TopicPartition, int]) -> None:
-    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=group, enable_auto_commit=False)
-    try:
-        consumer.assign(list(offsets))
-        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
-    finally:
-        consumer.close()
-
-
 def channel(client: Client, name: str, url: str, fmt: str = "json") -> int:
     answer = client.post("/api/alerts/channels/", {"name": name, "url": url, "format": fmt}, "application/json")
     assert answer.status_code == 201, answer.content
@@ -108,7 +98,7 @@ def test_a_lag_rule_fires_to_a_webhook_once_and_resolves_when_the_group_catches_
     produce(topic, [(None, b"m%d" % i) for i in range(12)], partition=0)
     prefix = unique("g-alerted")
     group = f"{prefix}-one"
-    commit(group, {TopicPartition(topic, 0): 2})
+    commit_offsets(group, {TopicPartition(topic, 0): 2})
     hook = channel(admin, unique("hook"), receiver.url)
     made = rule(
         operator,
@@ -138,7 +128,7 @@ def test_a_lag_rule_fires_to_a_webhook_once_and_resolves_when_the_group_catches_
     sample_once()
     assert len(receiver.of("firing", group=group)) == 1
 
-    commit(group, {TopicPartition(topic, 0): 12})
+    commit_offsets(group, {TopicPartition(topic, 0): 12})
     resolved = until("the resolved alert", lambda: receiver.of("resolved", group=group), step=sample_once)
     assert len(resolved) == 1
     assert resolved[0]["text"].startswith("resolved: ")
@@ -173,7 +163,7 @@ def test_a_broker_gone_fires_and_resolves_on_restart(
     assert len(receiver.of("firing", broker="1")) == 1
     # The built-in rules every cluster gets are listed (no channel: they show on the alerts API only).
     kinds = {r["kind"] for r in admin.get("/api/clusters/local/alerts/rules/").json()["rules"] if r["builtin"]}
-    assert kinds == {"offline_partitions", "broker_gone"}
+    assert {"offline_partitions", "broker_gone"} <= kinds <= {"offline_partitions", "broker_gone", "connector_failed"}
 
 
 def test_an_unreachable_webhook_is_tried_again_and_its_failure_shown(
@@ -193,7 +183,7 @@ def test_an_unreachable_webhook_is_tried_again_and_its_failure_shown(
     topic = create_topic(unique("alerted-dead"), partitions=1)
     produce(topic, [(None, b"x")] * 3, partition=0)
     group = unique("g-dead")
-    commit(group, {TopicPartition(topic, 0): 0})
+    commit_offsets(group, {TopicPartition(topic, 0): 0})
     rule(admin, {"name": unique("lag-dead"), "kind": "consumer_lag", "group": group, "channels": [dead]})
     until("the event", lambda: alert_recent(admin, group), step=sample_once)
     delivery = alert_recent(admin, group)[0]["deliveries"][0]
@@ -296,8 +286,8 @@ def test_a_silence_holds_an_alert_back_and_an_acknowledgement_is_shown(
     topic = create_topic(unique("silenced"), partitions=1)
     produce(topic, [(None, b"s%d" % i) for i in range(8)], partition=0)
     loud, quiet = unique("g-loud"), unique("g-quiet")
-    commit(loud, {TopicPartition(topic, 0): 0})
-    commit(quiet, {TopicPartition(topic, 0): 0})
+    commit_offsets(loud, {TopicPartition(topic, 0): 0})
+    commit_offsets(quiet, {TopicPartition(topic, 0): 0})
     hook = channel(admin, unique("hook"), receiver.url)
     made = rule(operator, {"name": unique("lag-s"), "kind": "consumer_lag", "group": "g-*", "channels": [hook]})
     held = operator.post(
@@ -380,7 +370,7 @@ def test_alerts_by_email_through_a_real_smtp_server(
         topic = create_topic(unique("mailed"), partitions=1)
         produce(topic, [(None, b"e%d" % i) for i in range(7)], partition=0)
         group = unique("g-mailed")
-        commit(group, {TopicPartition(topic, 0): 1})
+        commit_offsets(group, {TopicPartition(topic, 0): 1})
         rule(
             admin, {"name": unique("lag-mail"), "kind": "consumer_lag", "group": group, "channels": [made.json()["id"]]}
         )
@@ -392,3 +382,42 @@ def test_alerts_by_email_through_a_real_smtp_server(
         assert f"Open it: http://kazami.test/clusters/local/groups/{group}/" in text
     finally:
         smtp.stop()
+
+
+def test_throughput_and_catch_up_rules_fire_on_their_rounds(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    from console.background import throughput
+
+    admin = logged_in("admin")
+    hook = channel(admin, unique("hook"), receiver.url)
+    quiet = create_topic(unique("quiet"), partitions=1)
+    rule(admin, {"name": unique("quiet"), "kind": "throughput_low", "topic": quiet, "channels": [hook]})
+    rule(admin, {"name": unique("disk"), "kind": "disk_used", "broker": "0", "threshold": 0, "channels": [hook]})
+    throughput._last.clear()
+    throughput.sample_once(min_interval_s=0)  # the first look: nothing to compare with
+    time.sleep(1)
+    throughput.sample_once(min_interval_s=0)
+    alerts.deliver_due()
+    fired = receiver.of("firing", topic=quiet)
+    assert len(fired) == 1
+    disk = receiver.of("firing", broker="0", kind="disk_used")  # any volume is more than 0% full
+    assert len(disk) == 1
+    assert 0 < disk[0]["value"] <= 100
+    assert fired[0]["value"] == 0
+    produce(quiet, [(None, b"q%d" % i) for i in range(50)], partition=0)
+    time.sleep(1)
+    throughput.sample_once(min_interval_s=0)
+    alerts.deliver_due()
+    assert len(receiver.of("resolved", topic=quiet)) == 1
+
+    behind = create_topic(unique("behind"), partitions=1)
+    produce(behind, [(None, b"b%d" % i) for i in range(30)], partition=0)
+    group = unique("g-never")
+    commit_offsets(group, {TopicPartition(behind, 0): 0})
+    rule(admin, {"name": unique("late"), "kind": "catch_up_time", "group": group, "threshold": 60, "channels": [hook]})
+    sample_once()  # one sample: no forecast yet, nothing decided
+    assert receiver.of("firing", group=group) == []
+    time.sleep(1.2)
+    until("the catch-up alert", lambda: receiver.of("firing", group=group), step=sample_once)
+    assert "does not gain" in receiver.of("firing", group=group)[0]["text"]

@@ -24,6 +24,7 @@ from django.test import Client
 from kafka import KafkaConsumer, TopicPartition
 
 from broker.local import connect as local_connect
+from console.background import lag_sampler
 from console.config import connect
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, CLUSTER_DATA, CONNECT_PORT, logged_in
@@ -214,11 +215,21 @@ def test_a_task_made_to_fail_runs_again_after_restarting_the_failed_tasks(admin:
     assert 'data-state="FAILED"' in html
     assert "task-trace" in html
 
+    # The built-in "Failed connectors" alert fires on the sampler's round (the worker's status, one request).
+    assert "Failed connectors" in {r["name"] for r in admin.get("/api/clusters/local/alerts/rules/").json()["rules"]}
+    lag_sampler.sample_once()
+    firing = admin.get("/api/clusters/local/alerts/").json()["firing"]
+    assert [f["text"] for f in firing if f["subject"] == f"local/{name}"] == [
+        f"connector {name} on local: 1 of 1 tasks FAILED"
+    ]
+
     target.parent.mkdir()
     target.parent.chmod(0o777)
     restarted = admin.post(f"{API}local/{name}/restart/?include_tasks=true&only_failed=true")
     assert restarted.status_code == 202, restarted.content
     until("the task running again", lambda: state_is(admin, name, "RUNNING", "RUNNING"))
+    lag_sampler.sample_once()
+    assert not [f for f in admin.get("/api/clusters/local/alerts/").json()["firing"] if f["subject"] == f"local/{name}"]
     assert AuditEntry.objects.filter(action="connect.restart_failed", target=f"local/{name}", outcome="done").exists()
 
 

@@ -7,24 +7,14 @@ import time
 
 import pytest
 from django.test import Client
-from kafka import KafkaConsumer, TopicPartition
-from kafka.structs import OffsetAndMetadata
+from kafka import TopicPartition
 
 from broker.local import launcher
 from console.background.lag_sampler import sample_once
-from tests.conftest import BOOTSTRAP, logged_in
-from tests.integration.kafka_helpers import create_topic, produce, unique
+from tests.conftest import logged_in
+from tests.integration.kafka_helpers import commit_offsets, create_topic, produce, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
-
-
-def commit(group: str, offsets: dict[TopicPartition, int]) -> None:
-    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), group_id=group, enable_auto_commit=False)
-    try:
-        consumer.assign(list(offsets))
-        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()})
-    finally:
-        consumer.close()
 
 
 def test_the_groups_reading_a_topic_with_their_lag_on_it(
@@ -36,9 +26,9 @@ def test_the_groups_reading_a_topic_with_their_lag_on_it(
     produce(topic, [(None, b"b%d" % i) for i in range(6)], partition=1)
     produce(other, [(None, b"c%d" % i) for i in range(50)], partition=0)
     behind, done, elsewhere = unique("g-behind"), unique("g-done"), unique("g-elsewhere")
-    commit(behind, {TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 1, TopicPartition(other, 0): 0})
-    commit(done, {TopicPartition(topic, 0): 10})
-    commit(elsewhere, {TopicPartition(other, 0): 5})
+    commit_offsets(behind, {TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 1, TopicPartition(other, 0): 0})
+    commit_offsets(done, {TopicPartition(topic, 0): 10})
+    commit_offsets(elsewhere, {TopicPartition(other, 0): 5})
 
     deadline = time.monotonic() + 30  # a KRaft cluster may still be moving group coordinators
     body = client.get(f"/api/clusters/local/topics/{topic}/").json()
@@ -90,8 +80,8 @@ def test_the_topics_list_shows_each_topics_groups_and_total_lag_from_the_last_sa
     produce(topic, [(None, b"a%d" % i) for i in range(9)], partition=0)
     produce(topic, [(None, b"b%d" % i) for i in range(4)], partition=1)
     first, second = unique("g-listed-1"), unique("g-listed-2")
-    commit(first, {TopicPartition(topic, 0): 2, TopicPartition(topic, 1): 4})
-    commit(second, {TopicPartition(topic, 0): 5})
+    commit_offsets(first, {TopicPartition(topic, 0): 2, TopicPartition(topic, 1): 4})
+    commit_offsets(second, {TopicPartition(topic, 0): 5})
 
     # Nothing sampled yet (the tests' sampler is off): the list says it does not know rather than "0".
     before = client.get("/api/clusters/local/topics/", {"q": topic}).json()

@@ -157,3 +157,34 @@ def test_throughput_low_reads_the_rates_of_the_look() -> None:
     assert set(breaches(Rule(1, "quiet", "throughput_low"), facts) or {}) == {"orders"}
     assert set(breaches(Rule(1, "quiet", "throughput_low", threshold=1, match="a*"), facts) or {}) == {"audit"}
     assert breaches(Rule(1, "quiet", "throughput_low"), Facts(at_ms=0)) is None
+
+
+def test_connector_failed_breaks_on_a_failed_connector_or_failed_tasks() -> None:
+    from broker.connect.connectors import Connector, TaskState
+
+    def connector(name: str, state: str, tasks: list[str]) -> Connector:
+        return Connector(
+            "main", name, "sink", state, None, None, tuple(TaskState(i, t, None) for i, t in enumerate(tasks))
+        )
+
+    facts = Facts(
+        at_ms=0,
+        connectors=[
+            connector("ok", "RUNNING", ["RUNNING", "RUNNING"]),
+            connector("dead", "FAILED", []),
+            connector("half", "RUNNING", ["RUNNING", "FAILED"]),
+        ],
+    )
+    found = breaches(Rule(1, "failed", "connector_failed"), facts) or {}
+    assert set(found) == {"main/dead", "main/half"}
+    assert found["main/half"].text == "connector half on main: 1 of 2 tasks FAILED"
+    assert set(breaches(Rule(1, "failed", "connector_failed", threshold=1), facts) or {}) == {"main/dead"}
+    assert breaches(Rule(1, "failed", "connector_failed"), Facts(at_ms=0)) is None
+
+
+def test_disk_used_breaks_over_the_share() -> None:
+    facts = Facts(at_ms=0, disks={0: (91.5, "/data/kafka-0"), 1: (40.0, "/data/kafka-1")})
+    found = breaches(Rule(1, "disk", "disk_used", threshold=85), facts) or {}
+    assert set(found) == {"0"}
+    assert found["0"].text == "broker 0: the volume of /data/kafka-0 is 91.5% full"
+    assert breaches(Rule(1, "disk", "disk_used", threshold=85), Facts(at_ms=0)) is None
