@@ -151,6 +151,19 @@ def test_a_pv_uu_job_shows_its_progress_and_draws_its_chart(
 
 
 @pytest.mark.timeout(600)
+def open_finished_job(page: Any, url: str) -> None:
+    """Open a finished job's page. The page the test is on may be that page, which reloads itself when it sees
+    the job finish (static/js/analytics.js): a navigation of ours at that moment is interrupted by its reload
+    (a CI run met it), which lands on the same page; then wait for that one to load."""
+    try:
+        page.goto(url)
+    except PlaywrightError as exc:
+        if "interrupted by another navigation" not in str(exc):
+            raise
+        page.wait_for_url(url)
+        page.wait_for_load_state("load")
+
+
 def test_a_ctr_job_draws_merged_points_with_their_impressions(
     page: Any, console_url: str, busy_topic: str, artifacts: Path, spark_server: str
 ) -> None:
@@ -159,7 +172,7 @@ def test_a_ctr_job_draws_merged_points_with_their_impressions(
     while api_status(page, console_url, job_id) not in ("succeeded", "failed", "cancelled"):
         assert time.monotonic() < deadline, "the CTR job did not finish in 4 minutes"
         time.sleep(1)
-    page.goto(f"{console_url}/clusters/local/analytics/jobs/{job_id}/")
+    open_finished_job(page, f"{console_url}/clusters/local/analytics/jobs/{job_id}/")
     assert page.get_attribute("#job-status", "data-status") == "succeeded", page.inner_text("#job-status")
     page.wait_for_function("() => window.Chart && Chart.getChart(document.getElementById('line-chart'))")
     drawn = page.evaluate(
@@ -192,7 +205,7 @@ def test_cancel_stops_a_running_job_and_its_process(
     deadline = time.monotonic() + 60
     while api_status(page, console_url, job_id) != "cancelled" and time.monotonic() < deadline:
         time.sleep(0.3)
-    page.goto(f"{console_url}/clusters/local/analytics/jobs/{job_id}/")
+    open_finished_job(page, f"{console_url}/clusters/local/analytics/jobs/{job_id}/")
     assert page.get_attribute("#job-status", "data-status") == "cancelled"
     assert "Cancelled" in page.inner_text("#job-status")
     assert page.query_selector("#cancel-job") is None
