@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaProducer
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, unique
@@ -43,6 +44,17 @@ def orders(kafka_cluster: Any) -> str:
 
 
 @pytest.mark.timeout(400)
+def drawn_yet(page: Any, selector: str) -> bool:
+    """Whether ``selector`` is on the page now; False while the page reloads itself (it does when it sees the job
+    end: asking in the middle of that reload fails, "Execution context was destroyed", as a CI run met)."""
+    try:
+        return page.query_selector(selector) is not None
+    except PlaywrightError as exc:
+        if "context was destroyed" not in str(exc) and "navigat" not in str(exc):
+            raise
+        return False
+
+
 def test_profile_from_the_topic_page_draws_its_sections(
     page: Any, console_url: str, orders: str, artifacts: Path, spark_server: str
 ) -> None:
@@ -51,7 +63,7 @@ def test_profile_from_the_topic_page_draws_its_sections(
     page.wait_for_url(re.compile(r"/analytics/jobs/\d+/$"))
     job_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and page.query_selector("#profile-fields") is None:
+    while time.monotonic() < deadline and not drawn_yet(page, "#profile-fields"):
         status = page.request.get(f"{console_url}/api/jobs/{job_id}/").json()
         assert status["status"] not in ("failed", "cancelled"), status["error"]
         time.sleep(1)  # the page reloads itself when the job ends
