@@ -50,6 +50,7 @@ from kafka.errors import (
     NotLeaderForPartitionError,
     TopicAlreadyExistsError,
     UnknownBrokerIdError,
+    UnknownTopicOrPartitionError,
 )
 from kafka.structs import OffsetAndMetadata
 
@@ -158,14 +159,20 @@ def settled(admin: KafkaAdminClient, timeout: float = 180) -> None:
 
 def _ends(admin: KafkaAdminClient, topic: str, partitions: int, timeout: float = 60) -> dict[int, int]:
     """The end offsets; waits while a partition has no leader (right after the cluster started again, its
-    leaders are still being elected: the request goes to leader -1)."""
+    leaders are still being elected: the request goes to leader -1) or while the broker asked for metadata
+    does not know the topic yet (right after it was created, the other brokers learn of it a little later)."""
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     deadline = time.monotonic() + timeout
     while True:
         try:
             answer = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
             return {tp.partition: o.offset for tp, o in answer.items()}
-        except (UnknownBrokerIdError, LeaderNotAvailableError, NotLeaderForPartitionError):
+        except (
+            UnknownBrokerIdError,
+            UnknownTopicOrPartitionError,
+            LeaderNotAvailableError,
+            NotLeaderForPartitionError,
+        ):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
