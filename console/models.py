@@ -47,6 +47,39 @@ class LagSample(models.Model):
         return f"{self.cluster}/{self.group} {self.topic}-{self.partition} @ {self.at:%H:%M:%S}"
 
 
+class CommitRing(models.Model):
+    """A group's last commits of one partition, read from the offsets topic (broker.groups.commit_log.Rings):
+    ``commits`` is a list of [commit time in epoch ms, committed offset, log end then], oldest first."""
+
+    cluster = models.CharField(max_length=63)
+    group = models.CharField(max_length=255)
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    commits = models.JSONField(default=list)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "group", "topic", "partition"], name="one_ring_per_partition")
+        ]
+        indexes = [models.Index(fields=["updated_at"], name="ring_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.group} {self.topic}-{self.partition}: {len(self.commits)} commits"
+
+
+class CommitWatch(models.Model):
+    """How far the console has read a cluster's offsets topic: every commit up to ``read_at`` is in its rings
+    (None while it cannot read the topic; ``failure`` says why)."""
+
+    cluster = models.CharField(max_length=63, unique=True)
+    read_at = models.DateTimeField(null=True)
+    failure = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: read to {self.read_at}"
+
+
 class ThroughputSample(models.Model):
     """Messages and bytes written per second over one sampling interval (console/background/lag_sampler.py): for
     the whole cluster (``kind`` cluster, ``name`` ""), one topic (``topic``) or one broker (``broker``, its id)."""

@@ -237,6 +237,8 @@ KAZAMI_PUBLIC_URL = env_str("KAZAMI_PUBLIC_URL", "")
 # Lag status (Burrow's rules): samples in a window, and the lag that still counts as caught up.
 KAZAMI_LAG_WINDOW = env_int("KAZAMI_LAG_WINDOW", 10, minimum=2)
 KAZAMI_LAG_ALLOWED = env_int("KAZAMI_LAG_ALLOWED", 0, minimum=0)
+# Judge groups over their own commits, read from the offsets topic (as Burrow does), where the console may read it.
+KAZAMI_LAG_FROM_COMMITS = env_bool("KAZAMI_LAG_FROM_COMMITS", True)
 # Analytics jobs (Spark): where they run, how big the driver is, how many run at once (the rest wait),
 # and how many buckets a report may draw.
 KAZAMI_SPARK_MASTER = env_str("KAZAMI_SPARK_MASTER", "local[*]")

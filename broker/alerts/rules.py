@@ -19,6 +19,7 @@ from broker.errors import InvalidInput
 from broker.groups.forecast import Forecast
 from broker.groups.lag import GroupLag
 from broker.groups.lag_status import format_duration
+from broker.messages.transactions import OpenTransaction
 from broker.replication.health import Replication
 
 # kind -> (what its subjects are, the unit of its threshold, what it says), in the order a form offers them.
@@ -35,7 +36,19 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "throughput_low": ("topic", "messages/s", "a topic written at N messages a second or less (0: nothing written)"),
     "connector_failed": ("connector", "tasks", "a connector FAILED, or more than N of its tasks FAILED"),
     "disk_used": ("broker", "percent", "a broker whose log dirs' volume is more than N percent full"),
+    "controller_changed": (
+        "controller",
+        "seconds",
+        "the active controller changed (or none is active) within the last N seconds (0: 5 minutes)",
+    ),
+    "hanging_transaction": (
+        "topic",
+        "seconds",
+        "a transaction open on a topic's partition, silent for more than N seconds (0: the brokers' "
+        "transaction.max.timeout.ms); says whether its coordinator forgot it (hanging)",
+    ),
 }
+CONTROLLER_WINDOW_S = 300.0  # controller_changed with threshold 0
 SEVERITIES = ("critical", "warning", "info")
 LAG_STATUSES = ("WARN", "STOP", "STALL", "REWIND")
 
@@ -114,6 +127,14 @@ class Facts:
     # broker -> (the fullest of its log dirs' volumes, in percent; that log dir's path); brokers that do not say
     # how big their volumes are (before Kafka 3.3) are left out.
     disks: dict[int, tuple[float, str]] | None = None
+    # Since when the active controller (the replication snapshot's) is the one this console knows (None: since
+    # before the console first looked), and the one before it: controller_changed.
+    controller_since_ms: int | None = None
+    controller_before: int | None = None
+    # Transactions open on partitions for longer than the lowest threshold of the round's rules (the brokers'
+    # transaction.max.timeout.ms for 0), with that limit in ms: hanging_transaction.
+    open_transactions: list[OpenTransaction] | None = None
+    open_limit_ms: int = 0
 
 
 # Partition kinds: the PartitionReplicas property that marks a partition, and how a breach says it.
@@ -167,12 +188,27 @@ def breaches(rule: Rule, facts: Facts) -> dict[str, Breach] | None:
             for topic, rate in facts.topic_rates.items()
             if rate <= rule.threshold and _matches(topic, rule.match)
         }
+    if kind == "hanging_transaction":
+        if facts.open_transactions is None:
+            return None
+        return _open_transactions(rule, facts.open_transactions, facts.open_limit_ms)
     if KINDS[kind][0] == "group":
         if facts.groups is None:
             return None
         return {b.subject: b for g in facts.groups if _matches(g.group_id, rule.match) for b in _group(rule, g, facts)}
     if facts.replication is None:
         return None
+    if kind == "controller_changed":
+        window_ms = (rule.threshold or CONTROLLER_WINDOW_S) * 1000
+        active = facts.replication.controller
+        if active is None:
+            return {"none": Breach("none", -1, "no active controller")}
+        since = facts.controller_since_ms
+        if since is None or facts.at_ms - since >= window_ms:
+            return {}
+        before = "none" if facts.controller_before is None else str(facts.controller_before)
+        text = f"the active controller changed from {before} to {active}"
+        return {str(active): Breach(str(active), active, text)}
     if kind == "broker_gone":
         snapshot = facts.replication
         known = set(snapshot.brokers) | {r for p in snapshot.partitions for r in p.replicas} | facts.known_brokers
@@ -213,6 +249,30 @@ def _group(rule: Rule, g: GroupLag, facts: Facts) -> list[Breach]:
     if status in rule.statuses:
         return [Breach(g.group_id, 1, f"{g.group_id} is {status}: {reason}" if reason else f"{g.group_id} is {status}")]
     return []
+
+
+def _open_transactions(rule: Rule, found: list[OpenTransaction], limit_ms: int) -> dict[str, Breach]:
+    """Per topic: its partitions a transaction holds open past the rule's threshold (or ``limit_ms``, the
+    brokers' limit, for 0)."""
+    least = rule.threshold * 1000 if rule.threshold > 0 else limit_ms
+    by_topic: dict[str, list[OpenTransaction]] = {}
+    for t in found:
+        if t.silent_ms >= least and _matches(t.topic, rule.match):
+            by_topic.setdefault(t.topic, []).append(t)
+    breached = {}
+    for topic, held in sorted(by_topic.items()):
+        oldest = max(held, key=lambda t: t.silent_ms)
+        hanging = sum(t.hanging for t in held)
+        who = f"producer {oldest.producer.producer_id}" + (
+            f" ({oldest.transactional_id})" if oldest.transactional_id else ""
+        )
+        text = (
+            f"{topic}: a transaction holds {len(held)} partition{'s' if len(held) != 1 else ''} open, the oldest "
+            f"(partition {oldest.partition}, {who}) silent for {format_duration(oldest.silent_ms)}"
+            + (f"; {hanging} hanging (its coordinator forgot it: abort it)" if hanging else "")
+        )
+        breached[topic] = Breach(topic, len(held), text)
+    return breached
 
 
 def _ahead(rule: Rule, group: str, ahead: Forecast) -> list[Breach]:

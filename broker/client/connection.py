@@ -129,6 +129,8 @@ def keep_out_of_logs(*secrets: str) -> None:
 # reads with fetch requests of its own: broker/messages/stamps.py.)
 CONSUMER_OPTIONS: dict[str, dict[str, int]] = {
     "reader": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1024 * 1024},
+    # Following the offsets topic (broker.groups.commit_reader): small records, many partitions.
+    "commits": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 256 * 1024},
 }
 
 
@@ -463,6 +465,11 @@ class ClusterConnection:
             pool.put_nowait(consumer)
         except (queue.Full, Exception):  # noqa: BLE001 - a consumer that cannot be reset is not reused
             _close_quietly(consumer)
+
+    def own_consumer(self, purpose: str) -> KafkaConsumer:
+        """A consumer of no group that the caller keeps (and closes); ``purpose`` is one of CONSUMER_OPTIONS.
+        Raises ClusterUnavailable when it cannot bootstrap in time."""
+        return self._new_consumer(purpose)
 
     def _new_consumer(self, purpose: str = "reader", isolation: str = "read_uncommitted") -> KafkaConsumer:
         self._check_refusal()

@@ -47,6 +47,12 @@ Partition rules, checked in this order (``W`` = the last ``rules.window`` observ
 
 When several hold, the first in the order above wins: STOP > REWIND > STALL > WARN > OK.
 
+Judged over commits (``commits=True``: the observations are the group's own commits read from the offsets
+topic, each at its commit time, as Burrow's ring holds them), two rules read as Burrow wrote them: rule 5 is
+STOP when ``now_ms - last.at_ms > span`` (no commit for longer than the window took; a group that commits the
+same offset again is alive, and reads STALL by rule 7, whatever its membership), and rules 6 to 8 take every
+commit of ``W`` (no merging). The statuses then change when Burrow's do, not a window of samples later.
+
 Group rules: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else OK
 (NOT_EVALUATED counts as OK). ``total_lag`` sums the current lags (unknown counts 0); ``worst`` is
 the partition with the most severe status (STOP > REWIND > STALL > WARN > OK = NOT_EVALUATED), ties
@@ -203,6 +209,7 @@ def evaluate_partition(
     rules: Rules,
     consumed_now: bool = False,
     moved_at_ms: int | None = None,
+    commits: bool = False,
 ) -> PartitionVerdict:
     """The verdict for one partition from its observations (oldest first; sorted by time here anyway)
     and the log-end offset read now (``None`` when unknown), judged by the module's rules at ``now_ms``.
@@ -213,6 +220,11 @@ def evaluate_partition(
 
     ``moved_at_ms``: when the committed offset last changed, when the caller knows it from further back than
     ``history`` (the reasons then say for how long it has truly not moved).
+
+    ``commits``: ``history`` is the group's own commits (from the offsets topic, each at its commit time, with
+    the lag at that commit), not samples. Then the rules are Burrow's as they stand: STOP when the time since
+    the last commit is longer than the window's span (a consumer that commits the same offset again is alive:
+    STALL, never STOP), and every commit counts (none is merged away); ``consumed_now`` is not needed.
     """
     observations = sorted(history, key=lambda o: o.at_ms)  # stable: equal times keep their order
 
@@ -246,7 +258,7 @@ def evaluate_partition(
     committed = [o.committed for o in window]
     last_move = next((window[i].at_ms for i in range(len(window) - 1, 0, -1) if committed[i] != committed[i - 1]), None)
     caught_up = next((o.at_ms for o in reversed(window) if o.lag <= allowed), None)
-    still_since = first.at_ms if last_move is None else last_move
+    still_since = last.at_ms if commits else first.at_ms if last_move is None else last_move
     moved = _last_move_in(observations)
     if moved_at_ms is not None and moved == observations[0].at_ms:
         moved = min(moved, moved_at_ms)  # the history passed in starts after the offset last changed
@@ -254,12 +266,19 @@ def evaluate_partition(
 
     frozen = len(set(committed)) == 1
     waited_long = caught_up is None or now_ms - caught_up > span
-    if consumed_now and waited_long and (frozen or now_ms - still_since > span):
+    if consumed_now and not commits and waited_long and (frozen or now_ms - still_since > span):
         reason = (
             f"a member is assigned but committed offset {last.committed:,} has not moved for "
             f"{format_duration(still_for)}, while {_waiting(lag)}"
         )
         return verdict(Status.STALL, reason, lag, complete)
+
+    if commits and now_ms - still_since > span:
+        reason = (
+            f"no commit for {format_duration(now_ms - last.at_ms)}, longer than the {format_duration(span)} its "
+            f"last {len(window)} commits took; committed offset {last.committed:,}, while {_waiting(lag)}"
+        )
+        return verdict(Status.STOP, reason, lag, complete)
 
     if now_ms - still_since > span and waited_long:
         reason = (
@@ -271,9 +290,11 @@ def evaluate_partition(
     # What Burrow's ring of commits would hold: an observation per change of the committed offset (the first
     # sample that saw it), not the samples after a consumer stopped committing, whose lag grows only because
     # nothing reads (Burrow says OK there until it says STOP; a WARN from them would be a false alarm).
-    commits = [o for i, o in enumerate(window) if i == 0 or o.committed != window[i - 1].committed]
-    committed = [o.committed for o in commits]
-    lags = [o.lag for o in commits]
+    # From the offsets topic, the window is that ring already: every commit counts.
+    if not commits:
+        window = [o for i, o in enumerate(window) if i == 0 or o.committed != window[i - 1].committed]
+    committed = [o.committed for o in window]
+    lags = [o.lag for o in window]
 
     rewind = _unrecovered_rewind(committed)
     if rewind is not None:
@@ -294,10 +315,10 @@ def evaluate_partition(
 
     # WARN: moving, never caught up, and the lag at its commits never fell and did rise (a consumer that keeps
     # one record behind at every sample keeps up: that is not falling behind).
-    if never_caught_up and len(commits) > 1 and lags[-1] > lags[0] and all(b >= a for a, b in pairwise(lags)):
+    if never_caught_up and len(window) > 1 and lags[-1] > lags[0] and all(b >= a for a, b in pairwise(lags)):
         reason = (
             f"falling behind: lag grew from {lags[0]:,} to {lags[-1]:,} over "
-            f"{format_duration(commits[-1].at_ms - commits[0].at_ms)} although the committed offset moved "
+            f"{format_duration(window[-1].at_ms - window[0].at_ms)} although the committed offset moved "
             f"{committed[-1] - committed[0]:,}, and {_waiting(lag)} now"
         )
         return verdict(Status.WARN, reason, lag, complete)
@@ -348,20 +369,31 @@ def evaluate_group(
     rules: Rules,
     consumed_now: Collection[tuple[str, int]] = (),
     moved_at: Mapping[tuple[str, int], int] | None = None,
+    from_commits: Collection[tuple[str, int]] = (),
+    commits_read_to_ms: int | None = None,
 ) -> GroupVerdict:
     """The verdict for a group: every partition judged by ``evaluate_partition`` (with its log end from
-    ``log_ends`` when present, and whether a live member holds it from ``consumed_now``), sorted by topic
+    ``log_ends`` when present, whether a live member holds it from ``consumed_now``, and whether its history is
+    the group's own commits from ``from_commits``: those are judged at ``commits_read_to_ms`` when earlier than
+    ``now_ms``, the moment up to which every commit is known, or their last commit's time if later), sorted by topic
     and partition, rolled up into OK, WARN or ERR."""
+
+    def judged_at(key: tuple[str, int]) -> int:
+        if key not in from_commits or commits_read_to_ms is None or not partitions[key]:
+            return now_ms
+        return min(now_ms, max(commits_read_to_ms, max(o.at_ms for o in partitions[key])))
+
     verdicts = [
         evaluate_partition(
             key[0],
             key[1],
             partitions[key],
-            now_ms,
+            judged_at(key),
             log_ends.get(key),
             rules,
             key in consumed_now,
             (moved_at or {}).get(key),
+            key in from_commits,
         )
         for key in sorted(partitions)
     ]

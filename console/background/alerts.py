@@ -27,11 +27,12 @@ from broker.cluster.logdirs import describe_log_dirs
 from broker.connect.connectors import ConnectClient, Connector, list_all
 from broker.errors import KazamiError
 from broker.groups.lag import GroupLag
+from broker.messages.transactions import OpenTransaction, find_hanging
 from broker.replication.health import Replication
 from broker.topics.read import retention_ms_of
 from console.config.clusters import get_connection
 from console.config.connect import connect_configs
-from console.models import AlertDelivery, AlertEvent, AlertRule, AlertSilence, AlertState
+from console.models import AlertDelivery, AlertEvent, AlertRule, AlertSilence, AlertState, ReplicationEvent
 from console.present.lag import group_forecasts, verdicts
 
 log = logging.getLogger(__name__)
@@ -82,10 +83,17 @@ def ensure_builtin(cluster: str) -> None:
 
 # Which round evaluates which kinds: the lag sampler's, the replication watch's, the throughput look's.
 LAG_KINDS = ("consumer_lag", "consumer_lag_time", "lag_status", "catch_up_time", "retention_risk")
-REPLICATION_KINDS = ("offline_partitions", "under_replicated", "under_min_isr", "broker_gone")
+REPLICATION_KINDS = ("offline_partitions", "under_replicated", "under_min_isr", "broker_gone", "controller_changed")
 THROUGHPUT_KINDS = ("throughput_low",)
 CONNECT_KINDS = ("connector_failed",)
 DISK_KINDS = ("disk_used",)
+TRANSACTION_KINDS = ("hanging_transaction",)
+# Open transactions for hanging_transaction rules: asked (DescribeProducers of every partition's leader, then
+# the coordinators of the open ones) at most once per this many seconds.
+TRANSACTIONS_MAX_AGE_S = 60.0
+_open: dict[str, tuple[float, int | None, tuple[list[OpenTransaction], int] | None]] = {}
+# The active controller each cluster was last seen with, since when, and the one before (controller_changed).
+_controllers: dict[str, tuple[int | None, int | None, int | None]] = {}
 # Brokers' log dirs for disk rules: asked (one DescribeLogDirs a broker) at most once per this many seconds.
 DISKS_MAX_AGE_S = 60.0
 _disks: dict[str, tuple[float, dict[int, tuple[float, str]]]] = {}
@@ -136,11 +144,37 @@ def _retention_of(cluster: str, topics: list[str]) -> dict[str, int]:
 
 def after_throughput_look(cluster: str, topic_rates: dict[str, float], now: datetime) -> list[AlertEvent]:
     """The throughput rules of ``cluster`` over the rates the throughput look just measured."""
-    rules = _enabled(cluster, THROUGHPUT_KINDS + DISK_KINDS)
+    rules = _enabled(cluster, THROUGHPUT_KINDS + DISK_KINDS + TRANSACTION_KINDS)
     if not rules:
         return []
     disks = _disks_of(cluster) if any(r.kind in DISK_KINDS for r in rules) else None
-    return _evaluate(cluster, rules, Facts(at_ms=_ms(now), topic_rates=topic_rates, disks=disks), now)
+    held = [r for r in rules if r.kind in TRANSACTION_KINDS]
+    found = _open_of(cluster, min(r.threshold for r in held)) if held else None
+    facts = Facts(
+        at_ms=_ms(now),
+        topic_rates=topic_rates,
+        disks=disks,
+        open_transactions=found[0] if found is not None else None,
+        open_limit_ms=found[1] if found is not None else 0,
+    )
+    return _evaluate(cluster, rules, facts, now)
+
+
+def _open_of(cluster: str, least_s: float) -> tuple[list[OpenTransaction], int] | None:
+    """The transactions open for longer than ``least_s`` seconds (0: the brokers' transaction.max.timeout.ms) on
+    the cluster's partitions and that limit in ms, asked at most every TRANSACTIONS_MAX_AGE_S; None when the
+    cluster did not answer."""
+    limit = int(least_s * 1000) if least_s > 0 else None
+    kept = _open.get(cluster)
+    if kept is not None and kept[1] == limit and time.monotonic() - kept[0] < TRANSACTIONS_MAX_AGE_S:
+        return kept[2]
+    try:
+        report = find_hanging(get_connection(cluster).background, None, limit)
+        found: tuple[list[OpenTransaction], int] | None = (report.candidates, report.max_timeout_ms)
+    except KazamiError:
+        found = None
+    _open[cluster] = (time.monotonic(), limit, found)
+    return found
 
 
 def _disks_of(cluster: str) -> dict[int, tuple[float, str]] | None:
@@ -178,8 +212,37 @@ def after_replication_look(cluster: str, snapshot: Replication) -> list[AlertEve
         "subject", flat=True
     )
     known = frozenset(seen | {int(b) for b in gone_before if b.isdigit()})
-    facts = Facts(at_ms=snapshot.fetched_at_ms, replication=snapshot, known_brokers=known)
+    since, before = _controller_facts(cluster, snapshot)
+    facts = Facts(
+        at_ms=snapshot.fetched_at_ms,
+        replication=snapshot,
+        known_brokers=known,
+        controller_since_ms=since,
+        controller_before=before,
+    )
     return _evaluate(cluster, rules, facts, now)
+
+
+def _controller_facts(cluster: str, snapshot: Replication) -> tuple[int | None, int | None]:
+    """(since when the active controller is, the one before it) as this process saw them, from the last change
+    the replication watch stored when it first looks (a restart does not make a change of the old one)."""
+    kept = _controllers.get(cluster)
+    if kept is None:
+        last = (
+            ReplicationEvent.objects.filter(cluster=cluster, kind="controller_changed")
+            .order_by("-at", "-id")
+            .values_list("at", "details")
+            .first()
+        )
+        if last is not None and last[1].get("to") == snapshot.controller:
+            kept = (snapshot.controller, _ms(last[0]), last[1].get("from"))
+        else:
+            kept = (snapshot.controller, None, None)
+    controller, since, before = kept
+    if snapshot.controller != controller:
+        controller, since, before = snapshot.controller, snapshot.fetched_at_ms, controller
+    _controllers[cluster] = (controller, since, before)
+    return since, before
 
 
 def _enabled(cluster: str, kinds: tuple[str, ...]) -> list[AlertRule]:

@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -21,13 +22,14 @@ from django.utils import timezone
 
 from broker.errors import KazamiError
 from broker.groups.lag import GroupLag, get_groups
-from console.background import alerts, throughput
+from console.background import alerts, commit_watch, throughput
 from console.config.clusters import get_configs, get_connection
 from console.models import LagSample, Lease
 from console.present.lag import verdicts
 
 log = logging.getLogger(__name__)
 LEASE = "lag-sampler"
+COMMIT_PUMP_S = 1.0  # how often the lease holder reads new commits between rounds
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
@@ -96,26 +98,41 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
         except KazamiError as exc:
             log.info("lag sampler: cluster %s skipped: %s", name, exc)
             continue
+        commit_watch.pump(name, groups)  # before the statuses are judged and stored
         stored[name] = store(name, groups, now)
         try:
             alerts.after_lag_sample(name, groups, now)
         except Exception:  # an alert rule must never stop the sampling
             log.exception("alerts: the group rules of %s failed", name)
     prune(now)
+    commit_watch.prune(now)
     alerts.deliver_due()
     return stored
 
 
 def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
-    """Sample at every interval while this process holds the lease (and ask for it once an interval when not)."""
+    """Sample at every interval while this process holds the lease (and ask for it once an interval when not);
+    in between, the holder reads new commits from the offsets topics about once a second."""
     while not stop.is_set():
+        holding = False
         try:
-            if acquire():
+            holding = acquire()
+            if holding:
                 sample_once()
                 throughput.sample_once()
+            else:
+                commit_watch.stop_all()
         except Exception:
             log.exception("lag sampler round failed")
-        stop.wait(settings.KAZAMI_LAG_SAMPLE_INTERVAL)
+        next_round = time.monotonic() + settings.KAZAMI_LAG_SAMPLE_INTERVAL
+        while holding and commit_watch.enabled() and not stop.is_set() and next_round - time.monotonic() > 1.0:
+            stop.wait(COMMIT_PUMP_S)
+            try:
+                commit_watch.pump_all()
+            except Exception:
+                log.exception("commit watch failed")
+        stop.wait(max(0.0, next_round - time.monotonic()))
+    commit_watch.stop_all()
 
 
 _thread: threading.Thread | None = None

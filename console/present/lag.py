@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -11,10 +12,11 @@ from django.conf import settings
 from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 
+from broker.groups.commit_log import Key
 from broker.groups.forecast import Forecast, Point, forecast
 from broker.groups.lag import GroupLag
 from broker.groups.lag_status import GroupVerdict, Observation, Rules, evaluate_group, severity
-from console.models import LagSample
+from console.models import CommitRing, CommitWatch, LagSample
 
 RANGES = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "6h": timedelta(hours=6), "24h": timedelta(hours=24)}
 
@@ -51,6 +53,7 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
         and all(o.committed == p.committed for o in seen)
     ]
     moved = _first_seen(cluster, frozen) if frozen else {}
+    rings, read_to = rings_by_group(cluster, ids)
     result = {}
     for g in groups:
         parts = {
@@ -69,9 +72,64 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
                 seen = parts[key]
                 if not seen or seen[-1].committed != p.committed:
                     parts[key] = [*seen, Observation(g.fetched_at_ms, p.committed, p.log_end)]
+        # Where the offsets topic holds a full window of the group's commits, those are judged instead (Burrow's
+        # ring; see console/background/commit_watch.py): a commit read now but not yet by the watch joins it.
+        from_commits = set()
+        for p in g.partitions:
+            key = (p.topic, p.partition)
+            ring = rings.get(g.group_id, {}).get(key)
+            if p.committed is None or p.log_end is None or not ring or len(ring) < r.window:
+                continue
+            if ring[-1].committed != p.committed:
+                ring = [*ring, Observation(max(g.fetched_at_ms, ring[-1].at_ms), p.committed, p.log_end)]
+            parts[key] = ring[-r.window :]
+            from_commits.add(key)
         consumed = {(p.topic, p.partition) for p in g.partitions if p.member_id}
-        result[g.group_id] = evaluate_group(parts, now_ms, ends, r, consumed, moved.get(g.group_id))
+        result[g.group_id] = evaluate_group(
+            parts, now_ms, ends, r, consumed, moved.get(g.group_id), from_commits, read_to
+        )
     return result
+
+
+def stored(cluster: str, groups: Iterable[str] | None = None) -> dict[Key, list[Observation]]:
+    """The stored rings of the cluster (of ``groups`` only, when given), oldest commit first."""
+    rows = CommitRing.objects.filter(cluster=cluster)
+    names = None if groups is None else list(groups)
+    found: dict[Key, list[Observation]] = {}
+    chunks = [None] if names is None else [names[i : i + 500] for i in range(0, len(names), 500)]
+    for chunk in chunks:
+        query = rows if chunk is None else rows.filter(group__in=chunk)
+        for group, topic, partition, commits in query.values_list("group", "topic", "partition", "commits"):
+            found[(group, topic, partition)] = [Observation(int(a), int(c), int(e)) for a, c, e in commits]
+    return found
+
+
+def read_to_ms(cluster: str) -> int | None:
+    """Up to when (epoch ms) the cluster's rings hold every commit, or None when they cannot be trusted now: never
+    read, the topic not readable, or the reader silent for longer than three sampler rounds."""
+    if not settings.KAZAMI_LAG_FROM_COMMITS:
+        return None
+    watch = CommitWatch.objects.filter(cluster=cluster).values_list("read_at", flat=True).first()
+    if watch is None:
+        return None
+    if timezone.now() - watch > timedelta(seconds=settings.KAZAMI_LAG_SAMPLE_INTERVAL * 3 + 5):
+        return None
+    return int(watch.timestamp() * 1000)
+
+
+GroupRings = dict[str, dict[tuple[str, int], list[Observation]]]
+
+
+def rings_by_group(cluster: str, groups: Iterable[str]) -> tuple[GroupRings, int]:
+    """The groups' rings ({group: {(topic, partition): commits}}) and up to when they are complete; empty when
+    they cannot be trusted now (see read_to_ms)."""
+    read_to = read_to_ms(cluster)
+    if read_to is None:
+        return {}, 0
+    by_group: dict[str, dict[tuple[str, int], list[Observation]]] = defaultdict(dict)
+    for (group, topic, partition), commits in stored(cluster, groups).items():
+        by_group[group][(topic, partition)] = commits
+    return by_group, read_to
 
 
 def _first_seen(cluster: str, frozen: list[tuple[str, str, int, int]]) -> dict[str, dict[tuple[str, int], int]]:

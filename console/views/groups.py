@@ -339,7 +339,11 @@ def api_group_detail(request: HttpRequest, cluster: str, group: str) -> Any:
         "forecast": ahead.as_dict() if ahead is not None else None,
         "members": [m.as_dict() for m in found.members],
         "partitions": [
-            {**p.as_dict(), "status": by_tp[(p.topic, p.partition)].status if (p.topic, p.partition) in by_tp else None}
+            {
+                **p.as_dict(),
+                "status": (judged := by_tp.get((p.topic, p.partition))) and judged.status,
+                "status_reason": judged and judged.reason,
+            }
             for p in found.partitions
         ],
     }

@@ -135,32 +135,44 @@ def test_a_lag_rule_fires_to_a_webhook_once_and_resolves_when_the_group_catches_
     assert not [f for f in operator.get("/api/clusters/local/alerts/").json()["firing"] if f["rule_id"] == made]
 
 
-def test_a_broker_gone_fires_and_resolves_on_restart(
+def test_a_broker_gone_fires_and_resolves_on_restart_and_a_controller_change_fires(
     kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
 ) -> None:
     admin = logged_in("admin")
     hook = channel(admin, unique("hook"), receiver.url, fmt="json")
-    rule(
-        admin,
-        {"name": unique("gone"), "kind": "broker_gone", "broker": "1", "severity": "critical", "channels": [hook]},
-    )
     replication_watch.forget()
+    alerts._controllers.clear()
 
     def look() -> None:  # a round of the watch: a look, then what is due is sent
         replication_watch.observe("local")
         alerts.deliver_due()
 
     look()
-    launcher.stop_broker(1, kafka_cluster.data, echo=lambda _: None)
+    # The broker stopped is the active controller (a broker in ZooKeeper mode, a combined node in KRaft mode):
+    # its going moves the controller too.
+    controller = replication_watch._last["local"].controller
+    assert controller is not None
+    gone = str(controller)
+    rule(
+        admin,
+        {"name": unique("gone"), "kind": "broker_gone", "broker": gone, "severity": "critical", "channels": [hook]},
+    )
+    rule(admin, {"name": unique("moved"), "kind": "controller_changed", "threshold": 600, "channels": [hook]})
+    look()
+    assert receiver.of("firing", kind="controller_changed") == []  # the controller it started with: no change
+    launcher.stop_broker(controller, kafka_cluster.data, echo=lambda _: None)
     try:
-        fired = until("broker 1 gone", lambda: receiver.of("firing", broker="1"), step=look)
+        fired = until(f"broker {gone} gone", lambda: receiver.of("firing", broker=gone), step=look)
         assert fired[0]["severity"] == "critical"
-        assert fired[0]["text"] == "broker 1 is not registered with the cluster"
+        assert fired[0]["text"] == f"broker {gone} is not registered with the cluster"
+        moved = until("the controller change", lambda: receiver.of("firing", kind="controller_changed"), step=look)
+        assert moved[0]["text"].startswith(f"the active controller changed from {gone} to ")
+        assert moved[0]["controller"] != gone
     finally:
-        launcher.start_broker(1, kafka_cluster.data, echo=lambda _: None)
+        launcher.start_broker(controller, kafka_cluster.data, echo=lambda _: None)
         wait_healthy()
-    until("broker 1 back", lambda: receiver.of("resolved", broker="1"), step=look)
-    assert len(receiver.of("firing", broker="1")) == 1
+    until(f"broker {gone} back", lambda: receiver.of("resolved", broker=gone), step=look)
+    assert len(receiver.of("firing", broker=gone)) == 1
     # The built-in rules every cluster gets are listed (no channel: they show on the alerts API only).
     kinds = {r["kind"] for r in admin.get("/api/clusters/local/alerts/rules/").json()["rules"] if r["builtin"]}
     assert {"offline_partitions", "broker_gone"} <= kinds <= {"offline_partitions", "broker_gone", "connector_failed"}
@@ -421,3 +433,41 @@ def test_throughput_and_catch_up_rules_fire_on_their_rounds(
     time.sleep(1.2)
     until("the catch-up alert", lambda: receiver.of("firing", group=group), step=sample_once)
     assert "does not gain" in receiver.of("firing", group=group)[0]["text"]
+
+
+def test_a_transaction_held_open_fires_and_resolves_when_it_ends(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver
+) -> None:
+    from kafka import KafkaProducer
+
+    from console.background import throughput
+    from tests.conftest import BOOTSTRAP
+
+    admin = logged_in("admin")
+    hook = channel(admin, unique("hook"), receiver.url)
+    topic = create_topic(unique("held"), partitions=2)
+    rule(
+        admin,
+        {"name": unique("held"), "kind": "hanging_transaction", "topic": topic, "threshold": 1, "channels": [hook]},
+    )
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), transactional_id=unique("kazami-held"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, value=b"open", partition=1)
+        producer.flush()
+
+        def round_() -> None:  # the sampler's throughput round, the cached look of open transactions forgotten
+            alerts._open.clear()
+            throughput.sample_once(min_interval_s=0)
+            alerts.deliver_due()
+
+        fired = until("the open transaction", lambda: receiver.of("firing", topic=topic), step=round_)
+        assert fired[0]["kind"] == "hanging_transaction"
+        assert fired[0]["value"] == 1
+        assert f"{topic}: a transaction holds 1 partition open, the oldest (partition 1, producer " in fired[0]["text"]
+        assert "hanging" not in fired[0]["text"].split(")", 2)[-1]  # its coordinator still has it: not hanging
+        producer.commit_transaction()
+        until("the transaction ended", lambda: receiver.of("resolved", topic=topic), step=round_)
+    finally:
+        producer.close(timeout=5)

@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 @pytest.fixture
 def client(kafka_cluster: launcher.ClusterLayout, clusters_reset: None, settings) -> Client:
     settings.KAZAMI_LAG_WINDOW = 3
+    settings.KAZAMI_LAG_FROM_COMMITS = False  # the statuses over samples alone (test_lag_from_commits: over commits)
     settings.KAZAMI_LAG_SAMPLE_INTERVAL = 10
     return logged_in()
 

@@ -188,3 +188,38 @@ def test_disk_used_breaks_over_the_share() -> None:
     assert set(found) == {"0"}
     assert found["0"].text == "broker 0: the volume of /data/kafka-0 is 91.5% full"
     assert breaches(Rule(1, "disk", "disk_used", threshold=85), Facts(at_ms=0)) is None
+
+
+def test_controller_changed_breaks_for_its_window_after_a_change_and_while_none_is_active() -> None:
+    def look(at_ms: int, controller: int | None, since: int | None = None, before: int | None = None) -> Facts:
+        snapshot = Replication(brokers={1: True, 2: True}, controller=controller, partitions=[])
+        return Facts(at_ms=at_ms, replication=snapshot, controller_since_ms=since, controller_before=before)
+
+    rule = Rule(1, "controller", "controller_changed", threshold=60)
+    found = breaches(rule, look(100_000, 2, since=70_000, before=1)) or {}
+    assert set(found) == {"2"}
+    assert found["2"].text == "the active controller changed from 1 to 2"
+    assert breaches(rule, look(130_000, 2, since=70_000)) == {}  # its window is over
+    assert breaches(rule, look(0, 2)) == {}  # the same since the console first looked
+    assert set(breaches(rule, look(0, None)) or {}) == {"none"}
+    default = Rule(1, "controller", "controller_changed")  # 0: five minutes
+    assert set(breaches(default, look(299_000, 3, since=0)) or {}) == {"3"}
+    assert breaches(rule, Facts(at_ms=0)) is None
+
+
+def test_hanging_transaction_breaks_per_topic_past_the_threshold_and_names_the_hanging_ones() -> None:
+    from broker.messages.transactions import ActiveProducer, OpenTransaction
+
+    def held(topic: str, partition: int, silent_ms: int, hanging: bool) -> OpenTransaction:
+        producer = ActiveProducer(7, 0, 3, 0, 0, 10)
+        return OpenTransaction(topic, partition, producer, silent_ms, "tx-1", "Ongoing", hanging, "")
+
+    found_open = [held("orders", 0, 30_000, False), held("orders", 1, 90_000, True), held("audit", 0, 5_000, False)]
+    facts = Facts(at_ms=0, open_transactions=found_open, open_limit_ms=60_000)
+    found = breaches(Rule(1, "held", "hanging_transaction", threshold=10), facts) or {}
+    assert set(found) == {"orders"}
+    assert found["orders"].value == 2
+    assert "oldest (partition 1, producer 7 (tx-1)) silent for 1 min 30 s; 1 hanging" in found["orders"].text
+    at_limit = breaches(Rule(1, "held", "hanging_transaction"), facts) or {}  # 0: the brokers' limit
+    assert {t: b.value for t, b in at_limit.items()} == {"orders": 1}
+    assert breaches(Rule(1, "held", "hanging_transaction"), Facts(at_ms=0)) is None
