@@ -50,8 +50,9 @@ When several hold, the first in the order above wins: STOP > REWIND > STALL > WA
 Judged over commits (``commits=True``: the observations are the group's own commits read from the offsets
 topic, each at its commit time, as Burrow's ring holds them), two rules read as Burrow wrote them: rule 5 is
 STOP when ``now_ms - last.at_ms > span`` (no commit for longer than the window took; a group that commits the
-same offset again is alive, and reads STALL by rule 7, whatever its membership), and rules 6 to 8 take every
-commit of ``W`` (no merging). The statuses then change when Burrow's do, not a window of samples later.
+same offset again is alive, and reads STALL by rule 7, whatever its membership) unless a log end read lately
+(``recent_ends``, Burrow's ring of broker offsets) was at or below the last committed offset; and rules 6 to 8
+take every commit of ``W`` (no merging). The statuses then change when Burrow's do, not a window of samples later.
 
 Group rules: ERR if any partition is STOP, STALL or REWIND; else WARN if any is WARN; else OK
 (NOT_EVALUATED counts as OK). ``total_lag`` sums the current lags (unknown counts 0); ``worst`` is
@@ -210,6 +211,7 @@ def evaluate_partition(
     consumed_now: bool = False,
     moved_at_ms: int | None = None,
     commits: bool = False,
+    recent_ends: Sequence[int] = (),
 ) -> PartitionVerdict:
     """The verdict for one partition from its observations (oldest first; sorted by time here anyway)
     and the log-end offset read now (``None`` when unknown), judged by the module's rules at ``now_ms``.
@@ -225,6 +227,8 @@ def evaluate_partition(
     the lag at that commit), not samples. Then the rules are Burrow's as they stand: STOP when the time since
     the last commit is longer than the window's span (a consumer that commits the same offset again is alive:
     STALL, never STOP), and every commit counts (none is merged away); ``consumed_now`` is not needed.
+    ``recent_ends`` are the log ends read lately (Burrow's ring of broker offsets, one window of the lag
+    sampler's reads): one at or below the last committed offset means the group was caught up lately, not STOP.
     """
     observations = sorted(history, key=lambda o: o.at_ms)  # stable: equal times keep their order
 
@@ -273,14 +277,15 @@ def evaluate_partition(
         )
         return verdict(Status.STALL, reason, lag, complete)
 
-    if commits and now_ms - still_since > span:
+    caught_up_lately = any(end <= last.committed for end in recent_ends)
+    if commits and now_ms - still_since > span and not caught_up_lately:
         reason = (
             f"no commit for {format_duration(now_ms - last.at_ms)}, longer than the {format_duration(span)} its "
             f"last {len(window)} commits took; committed offset {last.committed:,}, while {_waiting(lag)}"
         )
         return verdict(Status.STOP, reason, lag, complete)
 
-    if now_ms - still_since > span and waited_long:
+    if not commits and now_ms - still_since > span and waited_long:
         reason = (
             f"committed offset {last.committed:,} has not moved for {format_duration(still_for)}, "
             f"longer than the window's {format_duration(span)}, while {_waiting(lag)}"
@@ -371,6 +376,7 @@ def evaluate_group(
     moved_at: Mapping[tuple[str, int], int] | None = None,
     from_commits: Collection[tuple[str, int]] = (),
     commits_read_to_ms: int | None = None,
+    recent_ends: Mapping[tuple[str, int], Sequence[int]] | None = None,
 ) -> GroupVerdict:
     """The verdict for a group: every partition judged by ``evaluate_partition`` (with its log end from
     ``log_ends`` when present, whether a live member holds it from ``consumed_now``, and whether its history is
@@ -394,6 +400,7 @@ def evaluate_group(
             key in consumed_now,
             (moved_at or {}).get(key),
             key in from_commits,
+            (recent_ends or {}).get(key, ()),
         )
         for key in sorted(partitions)
     ]

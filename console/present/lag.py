@@ -75,6 +75,7 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
         # Where the offsets topic holds a full window of the group's commits, those are judged instead (Burrow's
         # ring; see console/background/commit_watch.py): a commit read now but not yet by the watch joins it.
         from_commits = set()
+        recent: dict[tuple[str, int], list[int]] = {}  # the log ends read lately (Burrow's broker offsets)
         for p in g.partitions:
             key = (p.topic, p.partition)
             ring = rings.get(g.group_id, {}).get(key)
@@ -84,9 +85,10 @@ def verdicts(cluster: str, groups: list[GroupLag]) -> dict[str, GroupVerdict]:
                 ring = [*ring, Observation(max(g.fetched_at_ms, ring[-1].at_ms), p.committed, p.log_end)]
             parts[key] = ring[-r.window :]
             from_commits.add(key)
+            recent[key] = [o.log_end for o in history[g.group_id].get(key, [])[-r.window :]] + [p.log_end]
         consumed = {(p.topic, p.partition) for p in g.partitions if p.member_id}
         result[g.group_id] = evaluate_group(
-            parts, now_ms, ends, r, consumed, moved.get(g.group_id), from_commits, read_to
+            parts, now_ms, ends, r, consumed, moved.get(g.group_id), from_commits, read_to, recent
         )
     return result
 

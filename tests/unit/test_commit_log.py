@@ -88,6 +88,9 @@ def test_stop_is_decided_when_the_time_since_the_last_commit_passes_the_span_of_
     assert "no commit for 4 s" in stopped.reason
     assert "16 messages wait" in stopped.reason
     assert judge(history, now=9_000, end=104).status == "OK"  # caught up: never in trouble
+    # A log end read lately at or below the last commit (Burrow's broker offsets): caught up lately, not STOP.
+    lately = evaluate_partition("t", 0, history, 8_001, 120, RULES, commits=True, recent_ends=[103, 104, 120])
+    assert lately.status == "OK"
 
 
 def test_a_group_that_commits_the_same_offset_again_is_stall_not_stop_whatever_its_members() -> None:
