@@ -358,6 +358,15 @@ class Abilities:
         self._user = getattr(request, "user", AnonymousUser())
         self.read_only = is_read_only(cluster)
 
+    @property
+    def change_alerts(self) -> bool:
+        """Alert rules, silences and acknowledgements change nothing in Kafka: offered on a read-only cluster too."""
+        return has(self._user, ACTIONS["alerts.rule"].permission)
+
+    @property
+    def change_alert_channels(self) -> bool:
+        return has(self._user, ACTIONS["alerts.channel"].permission)
+
     def __getattr__(self, permission: str) -> bool:
         if permission.startswith("_"):
             raise AttributeError(permission)

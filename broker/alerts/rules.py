@@ -36,6 +36,11 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "throughput_low": ("topic", "messages/s", "a topic written at N messages a second or less (0: nothing written)"),
     "connector_failed": ("connector", "tasks", "a connector FAILED, or more than N of its tasks FAILED"),
     "disk_used": ("broker", "percent", "a broker whose log dirs' volume is more than N percent full"),
+    "cluster_unreachable": (
+        "cluster",
+        "",
+        "the cluster does not answer the lag sampler's round (every broker down or refused)",
+    ),
     "controller_changed": (
         "controller",
         "seconds",
@@ -127,6 +132,10 @@ class Facts:
     # broker -> (the fullest of its log dirs' volumes, in percent; that log dir's path); brokers that do not say
     # how big their volumes are (before Kafka 3.3) are left out.
     disks: dict[int, tuple[float, str]] | None = None
+    # Whether the round reached the cluster (None: not a round that tried), and why not: cluster_unreachable.
+    cluster: str = ""
+    reachable: bool | None = None
+    unreachable_reason: str = ""
     # Since when the active controller (the replication snapshot's) is the one this console knows (None: since
     # before the console first looked), and the one before it: controller_changed.
     controller_since_ms: int | None = None
@@ -187,6 +196,16 @@ def breaches(rule: Rule, facts: Facts) -> dict[str, Breach] | None:
             topic: Breach(topic, rate, f"{topic} is written at {rate:,.2f} messages a second")
             for topic, rate in facts.topic_rates.items()
             if rate <= rule.threshold and _matches(topic, rule.match)
+        }
+    if kind == "cluster_unreachable":
+        if facts.reachable is None:
+            return None
+        if facts.reachable or not _matches(facts.cluster, rule.match):
+            return {}
+        return {
+            facts.cluster: Breach(
+                facts.cluster, 1, f"cluster {facts.cluster} does not answer: {facts.unreachable_reason}"
+            )
         }
     if kind == "hanging_transaction":
         if facts.open_transactions is None:

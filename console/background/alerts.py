@@ -43,6 +43,7 @@ BUILTIN = (
     ("Offline partitions", "offline_partitions", "critical"),
     ("Broker gone", "broker_gone", "critical"),
     ("Failed connectors", "connector_failed", "critical"),  # on a cluster with a Connect cluster configured
+    ("Cluster unreachable", "cluster_unreachable", "critical"),
 )
 # Deliveries tried in one go at the most (the rest wait for the next round).
 BATCH = 50
@@ -82,7 +83,14 @@ def ensure_builtin(cluster: str) -> None:
 
 
 # Which round evaluates which kinds: the lag sampler's, the replication watch's, the throughput look's.
-LAG_KINDS = ("consumer_lag", "consumer_lag_time", "lag_status", "catch_up_time", "retention_risk")
+LAG_KINDS = (
+    "consumer_lag",
+    "consumer_lag_time",
+    "lag_status",
+    "catch_up_time",
+    "retention_risk",
+    "cluster_unreachable",
+)
 REPLICATION_KINDS = ("offline_partitions", "under_replicated", "under_min_isr", "broker_gone", "controller_changed")
 THROUGHPUT_KINDS = ("throughput_low",)
 CONNECT_KINDS = ("connector_failed",)
@@ -104,6 +112,7 @@ _retention: dict[str, tuple[float, dict[str, int]]] = {}
 
 def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> list[AlertEvent]:
     """The group rules of ``cluster`` over the groups the lag sampler just read."""
+    ensure_builtin(cluster)
     rules = _enabled(cluster, LAG_KINDS + CONNECT_KINDS)
     if not rules:
         return []
@@ -118,7 +127,26 @@ def after_lag_sample(cluster: str, groups: list[GroupLag], now: datetime) -> lis
         retention = _retention_of(cluster, topics) if any(r.kind == "retention_risk" for r in rules) else {}
         forecasts = group_forecasts(cluster, groups, retention)
     connectors = _connectors(cluster) if any(r.kind in CONNECT_KINDS for r in rules) else None
-    facts = Facts(at_ms=_ms(now), groups=groups, statuses=statuses, forecasts=forecasts, connectors=connectors)
+    facts = Facts(
+        at_ms=_ms(now),
+        groups=groups,
+        statuses=statuses,
+        forecasts=forecasts,
+        connectors=connectors,
+        cluster=cluster,
+        reachable=True,
+    )
+    return _evaluate(cluster, rules, facts, now)
+
+
+def after_failed_sample(cluster: str, reason: str, now: datetime) -> list[AlertEvent]:
+    """The lag sampler's round could not read ``cluster``: its cluster_unreachable rules (and nothing else: the
+    other rules neither fire nor resolve on silence)."""
+    ensure_builtin(cluster)
+    rules = _enabled(cluster, ("cluster_unreachable",))
+    if not rules:
+        return []
+    facts = Facts(at_ms=_ms(now), cluster=cluster, reachable=False, unreachable_reason=reason)
     return _evaluate(cluster, rules, facts, now)
 
 

@@ -97,6 +97,10 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
             groups = get_groups(get_connection(name).background)  # apart from the pages' calls
         except KazamiError as exc:
             log.info("lag sampler: cluster %s skipped: %s", name, exc)
+            try:
+                alerts.after_failed_sample(name, str(exc), now)
+            except Exception:  # an alert rule must never stop the sampling
+                log.exception("alerts: the cluster rules of %s failed", name)
             continue
         commit_watch.pump(name, groups)  # before the statuses are judged and stored
         stored[name] = store(name, groups, now)

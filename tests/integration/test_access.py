@@ -443,6 +443,14 @@ def test_a_read_only_cluster_shows_no_change_and_the_api_refuses_every_one(read_
     assert (
         post_json(client, f"/api/clusters/local/topics/{context['topic']}/produce/", {"value": "x"}).status_code == 201
     )
+    # Alert rules change nothing in Kafka: offered and taken on a read-only cluster too.
+    alerts_page = client.get("/clusters/archive/alerts/").content.decode()
+    assert 'id="new-rule"' in alerts_page
+    made = post_json(client, "/api/clusters/archive/alerts/rules/", {"name": "ro-lag", "kind": "consumer_lag"})
+    assert made.status_code == 201, made.content
+    assert (
+        "Alert me when it falls behind" in client.get(f"/clusters/archive/groups/{context['group']}/").content.decode()
+    )
 
 
 # --- CSRF ------------------------------------------------------------------------------------------------

@@ -175,7 +175,8 @@ def test_a_broker_gone_fires_and_resolves_on_restart_and_a_controller_change_fir
     assert len(receiver.of("firing", broker=gone)) == 1
     # The built-in rules every cluster gets are listed (no channel: they show on the alerts API only).
     kinds = {r["kind"] for r in admin.get("/api/clusters/local/alerts/rules/").json()["rules"] if r["builtin"]}
-    assert {"offline_partitions", "broker_gone"} <= kinds <= {"offline_partitions", "broker_gone", "connector_failed"}
+    every = {"offline_partitions", "broker_gone", "connector_failed", "cluster_unreachable"}
+    assert {"offline_partitions", "broker_gone", "cluster_unreachable"} <= kinds <= every
 
 
 def test_an_unreachable_webhook_is_tried_again_and_its_failure_shown(
@@ -471,3 +472,36 @@ def test_a_transaction_held_open_fires_and_resolves_when_it_ends(
         until("the transaction ended", lambda: receiver.of("resolved", topic=topic), step=round_)
     finally:
         producer.close(timeout=5)
+
+
+def test_a_cluster_that_does_not_answer_fires_the_built_in_rule_and_resolves_when_it_does(
+    kafka_cluster: launcher.ClusterLayout, alert_settings: None, receiver: Receiver, monkeypatch: Any, tmp_path: Any
+) -> None:
+    from console.config.clusters import reset_for_tests
+    from console.models import AlertRule
+    from tests.conftest import BOOTSTRAP
+
+    def configure(servers: str) -> None:
+        file = tmp_path / "clusters.toml"
+        listed = ", ".join(f'"{s}"' for s in servers.split(","))
+        file.write_text(f"[clusters.far]\nbootstrap_servers = [{listed}]\ntimeout = 2\n")
+        monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
+        reset_for_tests()
+
+    configure(f"127.0.0.1:{free_port()}")  # nothing listens there
+    sample_once()  # the round makes the built-in rules; the cluster does not answer
+    admin = logged_in("admin")
+    built_in = [r for r in admin.get("/api/clusters/far/alerts/rules/").json()["rules"] if r["builtin"]]
+    down = next(r for r in built_in if r["kind"] == "cluster_unreachable")
+    hook = channel(admin, unique("hook"), receiver.url)
+    AlertRule.objects.get(pk=down["id"]).channels.add(hook)
+    sample_once()
+    alerts.deliver_due()
+    fired = receiver.of("firing", kind="cluster_unreachable")
+    assert len(fired) == 1
+    assert fired[0]["subject"] == "far"
+    assert fired[0]["severity"] == "critical"
+    assert fired[0]["text"].startswith("cluster far does not answer: ")
+    configure(BOOTSTRAP)  # the same name, now at a cluster that answers
+    until("the cluster answers", lambda: receiver.of("resolved", kind="cluster_unreachable"), step=sample_once)
+    assert len(receiver.of("firing", kind="cluster_unreachable")) == 1

@@ -223,3 +223,13 @@ def test_hanging_transaction_breaks_per_topic_past_the_threshold_and_names_the_h
     at_limit = breaches(Rule(1, "held", "hanging_transaction"), facts) or {}  # 0: the brokers' limit
     assert {t: b.value for t, b in at_limit.items()} == {"orders": 1}
     assert breaches(Rule(1, "held", "hanging_transaction"), Facts(at_ms=0)) is None
+
+
+def test_cluster_unreachable_breaks_on_a_round_that_could_not_reach_the_cluster_only() -> None:
+    rule = Rule(1, "down", "cluster_unreachable")
+    down = Facts(at_ms=0, cluster="prod", reachable=False, unreachable_reason="no broker answered within 5 s")
+    found = breaches(rule, down) or {}
+    assert found["prod"].text == "cluster prod does not answer: no broker answered within 5 s"
+    assert breaches(rule, Facts(at_ms=0, cluster="prod", reachable=True)) == {}
+    assert breaches(rule, Facts(at_ms=0)) is None  # a round that did not try decides nothing
+    assert breaches(Rule(1, "down", "cluster_unreachable", match="staging-*"), down) == {}
