@@ -71,6 +71,9 @@ ACTIONS: dict[str, Action] = {
     "partitions.reassign": Action("reassign_partitions", "reassign partitions"),
     "partitions.elect": Action("reassign_partitions", "elect partition leaders"),
     "transactions.abort": Action("delete_topics", "abort hanging transactions"),
+    # Moving data: operators copy, import and redrive (they write to topics, as producing does).
+    "topic.copy": Action("produce_messages", "copy records between topics"),
+    "topic.import": Action("produce_messages", "import records into topics"),
     "zookeeper.create": Action("write_zookeeper", "create znodes"),
     "zookeeper.set": Action("write_zookeeper", "change znodes"),
     "zookeeper.delete": Action("write_zookeeper", "delete znodes"),

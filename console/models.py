@@ -234,6 +234,52 @@ class AnalyticsJob(models.Model):
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
 
+class Transfer(models.Model):
+    """A run that moves data (a copy, an import, a dead-letter redrive): what was asked, by whom, where it is.
+
+    It runs in a thread of the console process that took it, which writes its progress here twice a second
+    (``heartbeat_at``); cancelling is asked here (any process may), and a run whose heartbeat stopped (its
+    process ended) reads as interrupted, with the position to resume from in its progress."""
+
+    QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED = (
+        "queued",
+        "running",
+        "succeeded",
+        "failed",
+        "cancelled",
+        "interrupted",
+    )
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)]
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)
+
+    kind = models.CharField(max_length=16)  # copy, import, redrive
+    cluster = models.CharField(max_length=63)
+    topic = models.CharField(max_length=249)
+    spec = models.JSONField(default=dict)  # what was asked, checked
+    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
+    progress = models.JSONField(default=dict)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    username = models.CharField(max_length=150)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    resumed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "created_at"], name="transfer_by_cluster_time")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pk} of {self.cluster}/{self.topic}: {self.status}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
 class AnalyticsResult(models.Model):
     """The rows a succeeded job produced (kept apart so job lists do not load them)."""
 

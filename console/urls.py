@@ -14,6 +14,7 @@ from console.views import quotas as quota_views
 from console.views import schemas as schema_views
 from console.views import sql as sql_views
 from console.views import transactions as transaction_views
+from console.views import transfers as transfer_views
 
 # Whole numbers in a path within Kafka's ranges (int32 partitions, brokers, tasks; int64 offsets, positions,
 # job ids): a larger one matches no route, a 404.
@@ -205,6 +206,12 @@ urlpatterns = [
     path(f"api/{TOPIC}configs/", topics.api_topic_configs, name="api-topic-configs"),
     path(f"api/{TOPIC}delete-records/", topics.api_topic_delete_records, name="api-topic-delete-records"),
     path(f"api/{TOPIC}produce/", messages.api_produce, name="api-produce"),
+    path(f"api/{TOPIC}copy/", transfer_views.api_copy, name="api-topic-copy"),
+    path(f"api/{TOPIC}export/", transfer_views.api_export, name="api-topic-export"),
+    path(f"api/{TOPIC}import/", transfer_views.api_import, name="api-topic-import"),
+    path("api/tasks/<int:task>/", transfer_views.api_task, name="api-task"),
+    path("api/tasks/<int:task>/cancel/", transfer_views.api_task_cancel, name="api-task-cancel"),
+    path("api/tasks/<int:task>/resume/", transfer_views.api_task_resume, name="api-task-resume"),
     path(f"api/{TOPIC}find-key/", messages.api_find_key, name="api-find-key"),
     path(f"api/{TOPIC}search/", messages.api_search, name="api-search"),
     path(f"api/{TOPIC}messages/", messages.api_topic_messages, name="api-topic-messages"),

@@ -512,6 +512,28 @@ class ClusterConnection:
                     raise self._failure(exc) from None
             return self._producer
 
+    def own_producer(self, purpose: str, **options: Any) -> KafkaProducer:
+        """A producer the caller keeps (and closes), for bulk writes (copies, imports): acks=all, idempotent,
+        batched; ``options`` add to or override those (``transactional_id`` for exactly-once).
+        Raises ClusterUnavailable, ClusterAuthFailed."""
+        self._check_refusal()
+        settings: dict[str, Any] = {
+            "client_id": f"kazami-{self.config.name}-{purpose}",
+            "acks": "all",
+            "bootstrap_timeout_ms": int(self.config.timeout * 1000),
+            "max_block_ms": int(max(self.config.timeout, 10) * 1000),
+            "reconnect_backoff_max_ms": 1000,
+            "linger_ms": 20,
+            "batch_size": 512 * 1024,
+            "max_request_size": 8 * 1024 * 1024,
+            "compression_type": "lz4",
+            **options,
+        }
+        try:
+            return KafkaProducer(**settings, **self._options())
+        except (*_UNREACHABLE, *_REFUSED) as exc:
+            raise self._failure(exc) from None
+
     def drop_producer(self) -> None:
         with self._lock:
             producer, self._producer = self._producer, None

@@ -1,0 +1,433 @@
+"""Copy a topic, or a range of it, to another topic on the same cluster or another: keys, values and headers byte
+for byte, in each source partition's order.
+
+The records are read with the console's own fetches (broker.messages.scan, the search's reader: every
+partition's range in offset order, markers and aborted records left out) and written with a producer of the
+target cluster's own (acks=all, idempotent, batched). Exactly-once where the target allows it: a transactional
+producer commits a transaction every ``CHECKPOINT_RECORDS`` records or ``CHECKPOINT_S`` seconds, and the
+position saved with each commit is where a resumed copy starts, so nothing is written twice. Where it does not
+(``exactly_once=False``, or a cluster that refuses transactions), the producer flushes at each checkpoint
+instead: at least once, a resumed copy may write again what came after the last checkpoint.
+
+A record goes to the source's partition (``keep_partition``; the target needs at least as many), or, by key,
+where Kafka's Java producer would put it in the target (murmur2); a record without a key goes where the
+producer's own partitioner puts it. Its timestamp is kept (``keep_timestamp``) or given by the target.
+A header with a null value is written with an empty one: the Python client cannot send a null header value
+(``null_headers`` counts them).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors
+from kafka import KafkaProducer
+
+from broker.client.connection import ClusterConnection
+from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
+from broker.messages.log import Message
+from broker.messages.partitioners import murmur2_partition
+from broker.messages.scan import ScanRange, scan
+from broker.topics.read import get_topic_partitions
+
+__all__ = ["CopyPlan", "CopyProgress", "Writer", "plan_targets", "run_copy", "shift_ranges"]
+
+CHECKPOINT_RECORDS = 20_000
+CHECKPOINT_S = 1.0
+SAMPLES = 10  # records a dry run shows
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    topic: str
+    to_topic: str
+    ranges: list[ScanRange]
+    target_partitions: int
+    keep_partition: bool = True
+    keep_timestamp: bool = True
+    rate: float | None = None  # records a second at the most
+    exactly_once: bool = True
+    dry_run: bool = False
+
+    @property
+    def total(self) -> int:
+        """Offsets in the ranges (markers and aborted records among them are read, not copied)."""
+        return sum(r.stop - r.start for r in self.ranges if r.readable)
+
+
+@dataclass
+class CopyProgress:
+    total: int = 0
+    read: int = 0  # records read (those the filter passed over included)
+    written: int = 0  # records sent (a dry run: that would be sent)
+    positions: dict[int, int] = field(default_factory=dict)  # source partition -> next offset to read
+    saved: dict[int, int] = field(default_factory=dict)  # the same at the last checkpoint: where a resume starts
+    samples: list[dict[str, Any]] = field(default_factory=list)  # a dry run's first records, where each goes
+    null_headers: int = 0
+    guarantee: str = ""  # "exactly-once" or "at-least-once"
+    done: bool = False
+    stopped: str | None = None  # "cancelled", or None when it went to the end
+    error: str | None = None
+    elapsed: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "read": self.read,
+            "written": self.written,
+            "positions": {str(p): o for p, o in sorted(self.positions.items())},
+            "saved_positions": {str(p): o for p, o in sorted(self.saved.items())},
+            "samples": self.samples,
+            "null_headers": self.null_headers,
+            "guarantee": self.guarantee,
+            "done": self.done,
+            "stopped": self.stopped,
+            "error": self.error,
+            "elapsed_s": round(self.elapsed, 3),
+            "records_per_s": round(self.written / self.elapsed, 1) if self.elapsed > 0 else None,
+        }
+
+
+def plan_targets(
+    source: ClusterConnection,
+    target: ClusterConnection,
+    topic: str,
+    to_topic: str,
+    ranges: list[ScanRange],
+    keep_partition: bool,
+) -> int:
+    """The target topic's partition count, checked against the plan: the target exists, is not the source
+    itself, and has every partition a copy keeping partitions writes to. Raises TopicNotFound, InvalidInput."""
+    if source.config.name == target.config.name and topic == to_topic:
+        raise InvalidInput("A topic cannot be copied onto itself; choose another target topic.")
+    count = len(get_topic_partitions(target, to_topic))
+    wanted = max((r.partition for r in ranges if r.readable), default=-1)
+    if keep_partition and wanted >= count:
+        raise InvalidInput(
+            f"{to_topic!r} has {count} partition{'s' if count != 1 else ''}: a copy keeping partitions needs at least "
+            f"{wanted + 1}. Add partitions to it, or copy by key instead (keep_partition false)."
+        )
+    return count
+
+
+def shift_ranges(ranges: list[ScanRange], resume_from: dict[int, int]) -> list[ScanRange]:
+    """The ranges from a saved position on (a resumed copy); ranges already done are dropped."""
+    shifted = []
+    for r in ranges:
+        start = max(r.start, resume_from.get(r.partition, r.start))
+        if start < r.stop or not r.readable:
+            shifted.append(ScanRange(r.partition, start, r.stop, r.readable, r.leader))
+    return shifted
+
+
+class Writer:
+    """The target side: a producer of the target cluster, transactional when asked and allowed."""
+
+    def __init__(self, target: ClusterConnection, purpose: str, transactional_id: str | None) -> None:
+        self.transactional = False
+        self.producer: KafkaProducer
+        if transactional_id is not None:
+            try:
+                self.producer = target.own_producer(purpose, transactional_id=transactional_id)
+                self.producer.init_transactions()
+                self.producer.begin_transaction()
+                self.transactional = True
+                return
+            except (kafka.errors.TransactionalIdAuthorizationFailedError, kafka.errors.UnsupportedVersionError):
+                pass  # the target refuses transactions: at least once
+        self.producer = target.own_producer(purpose)
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Iterable[tuple[str, bytes | None]],
+        partition: int | None,
+        timestamp_ms: int | None,
+    ) -> None:
+        sent = [(name, v if v is not None else b"") for name, v in headers]
+        self.producer.send(topic, value=value, key=key, headers=sent, partition=partition, timestamp_ms=timestamp_ms)
+
+    def checkpoint(self) -> None:
+        """Everything sent so far is written (and, transactional, committed) when this returns."""
+        if self.transactional:
+            self.producer.commit_transaction()
+            self.producer.begin_transaction()
+        else:
+            self.producer.flush(timeout=120)
+
+    def abandon(self) -> None:
+        """Stop without writing what was sent since the last checkpoint (transactional), and close."""
+        try:
+            if self.transactional:
+                self.producer.abort_transaction()
+        except kafka.errors.KafkaError:
+            pass
+        finally:
+            self.producer.close(timeout=10)
+
+    def close(self) -> None:
+        if self.transactional:
+            self.producer.commit_transaction()
+        self.producer.flush(timeout=120)
+        self.producer.close(timeout=10)
+
+
+def run_copy(
+    source: ClusterConnection,
+    target: ClusterConnection,
+    plan: CopyPlan,
+    predicate: Callable[[Message], bool],
+    transactional_id: str | None,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[CopyProgress], None] | None = None,
+    progress_every_s: float = 0.5,
+) -> CopyProgress:
+    """Copy ``plan``'s ranges (the records ``predicate`` passes) to its target; the progress at the end. Raises
+    ClusterUnavailable when a cluster stops answering (the progress so far then holds the position to resume)."""
+    progress = CopyProgress(
+        total=plan.total,
+        positions={r.partition: r.start for r in plan.ranges if r.readable},
+    )
+    progress.saved = dict(progress.positions)
+    started = time.monotonic()
+    last_report = started
+    writer: Writer | None = None
+    if not plan.dry_run:
+        writer = Writer(target, "copy", transactional_id if plan.exactly_once else None)
+    progress.guarantee = "exactly-once" if writer is not None and writer.transactional else "at-least-once"
+
+    def report(force: bool = False) -> None:
+        nonlocal last_report
+        now = time.monotonic()
+        if on_progress is not None and (force or now - last_report >= progress_every_s):
+            last_report = now
+            progress.elapsed = now - started
+            on_progress(progress)
+
+    def on_scan(scanned: Any) -> None:
+        progress.read = scanned.scanned
+        progress.positions = dict(scanned.positions)
+
+    last_checkpoint, since_checkpoint = started, 0
+    try:
+        for message in scan(
+            source,
+            plan.topic,
+            plan.ranges,
+            predicate,
+            max_scan=2**62,
+            max_matches=2**62,
+            cancel=cancel,
+            on_progress=on_scan,
+            report_every=1000,
+            deadline_s=10**9,
+        ):
+            partition = _target_partition(message, plan)
+            timestamp = message.timestamp if plan.keep_timestamp else None
+            progress.null_headers += sum(1 for _, v in message.headers if v is None)
+            if writer is None:
+                if len(progress.samples) < SAMPLES:
+                    progress.samples.append(_sample(message, partition, timestamp))
+            else:
+                writer.send(plan.to_topic, message.key, message.value, message.headers, partition, timestamp)
+            progress.written += 1
+            since_checkpoint += 1
+            progress.positions[message.partition] = message.offset + 1
+            if plan.rate:
+                ahead = started + progress.written / plan.rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+            now = time.monotonic()
+            if writer is not None and (since_checkpoint >= CHECKPOINT_RECORDS or now - last_checkpoint >= CHECKPOINT_S):
+                writer.checkpoint()
+                progress.saved = dict(progress.positions)
+                last_checkpoint, since_checkpoint = now, 0
+            report()
+        if cancel is not None and cancel.is_set():
+            progress.stopped = "cancelled"
+        if writer is not None:
+            writer.close()
+            writer = None
+        if progress.stopped is None:  # every range read to its end (the last records may have been markers)
+            progress.positions = {r.partition: r.stop for r in plan.ranges if r.readable}
+        progress.saved = dict(progress.positions)
+    except (kafka.errors.KafkaError, KazamiError) as exc:
+        progress.error = _reason(exc)
+        if writer is not None:
+            writer.abandon()
+            writer = None
+        if isinstance(exc, KazamiError) and not isinstance(exc, ClusterUnavailable):
+            raise
+    finally:
+        if writer is not None:
+            writer.abandon()
+        progress.done = True
+        report(force=True)
+    return progress
+
+
+def _target_partition(message: Message, plan: CopyPlan) -> int | None:
+    return target_partition(message.key, message.partition if plan.keep_partition else None, plan.target_partitions)
+
+
+def target_partition(key: bytes | None, kept: int | None, partitions: int) -> int | None:
+    """Where a record goes: ``kept`` (its own partition, kept), else by key as Kafka's Java producer places it
+    (murmur2); a record without a key goes where the producer's own partitioner puts it (None)."""
+    if kept is not None:
+        return kept
+    if key is None:
+        return None
+    return murmur2_partition(key, partitions)
+
+
+def _sample(message: Message, partition: int | None, timestamp: int | None) -> dict[str, Any]:
+    from broker.transfer.records import encode_bytes
+
+    key, key_enc = encode_bytes(message.key)
+    value, value_enc = encode_bytes(message.value)
+    return {
+        "partition": message.partition,
+        "offset": message.offset,
+        "to_partition": partition,
+        "timestamp": timestamp,
+        "key": key if key_enc != "base64" else f"({len(message.key or b'')} bytes)",
+        "value": (value[:200] if value_enc != "base64" else f"({len(message.value or b'')} bytes)")
+        if value is not None
+        else None,
+        "headers": len(message.headers),
+    }
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Where a range starts or stops: an offset for every partition, one per partition, or a time."""
+
+    offset: int | None = None
+    offsets: dict[int, int] = field(default_factory=dict)
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class CopyRequest:
+    to_topic: str
+    to_cluster: str | None
+    partitions: list[int] | None
+    start: Bound
+    stop: Bound
+    filter: str
+    keep_partition: bool
+    keep_timestamp: bool
+    rate: float | None
+    dry_run: bool
+    exactly_once: bool
+
+
+def check_copy_request(body: Any) -> CopyRequest:
+    """What ``POST .../copy/`` asks, checked; raises InvalidInput naming the field."""
+    from broker.times import parse_time
+
+    if not isinstance(body, dict):
+        raise InvalidInput("The body must be a JSON object.")
+    to_topic = body.get("to_topic")
+    if not isinstance(to_topic, str) or not to_topic.strip():
+        raise InvalidInput("to_topic is required: the topic to copy to.")
+    to_cluster = body.get("to_cluster")
+    if to_cluster is not None and (not isinstance(to_cluster, str) or not to_cluster):
+        raise InvalidInput("to_cluster must be the name of a configured cluster.")
+    partitions = body.get("partitions")
+    if partitions is not None:
+        if not isinstance(partitions, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 2**31 for p in partitions
+        ):
+            raise InvalidInput("partitions must be a list of partition numbers.")
+        partitions = sorted(set(partitions))
+
+    def bound(name: str, edge: str) -> Bound:
+        given = body.get(name)
+        if given in (None, "", edge):
+            return Bound()
+        if isinstance(given, int) and not isinstance(given, bool):
+            given = {"offset": given}
+        if isinstance(given, str):
+            given = {"timestamp": given}
+        if not isinstance(given, dict) or len(given) != 1:
+            raise InvalidInput(
+                f'{name} must be "{edge}", an offset, {{"offsets": {{"0": 5}}}} '
+                f'or {{"timestamp": "2026-11-01T12:00:00Z"}}.'
+            )
+        ((kind, value),) = given.items()
+        if kind == "offset" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return Bound(offset=value)
+        if kind == "offsets" and isinstance(value, dict):
+            try:
+                offsets = {int(p): int(o) for p, o in value.items()}
+            except (TypeError, ValueError):
+                raise InvalidInput(f"{name}.offsets must map partition numbers to offsets.") from None
+            if any(p < 0 or o < 0 for p, o in offsets.items()):
+                raise InvalidInput(f"{name}.offsets must map partition numbers to offsets.")
+            return Bound(offsets=offsets)
+        if kind == "timestamp" and isinstance(value, str | int) and not isinstance(value, bool):
+            return Bound(timestamp_ms=parse_time(str(value), f"{name}.timestamp"))
+        raise InvalidInput(f"{name}: {kind} must be an offset, offsets per partition or a timestamp.")
+
+    def flag(name: str, default: bool) -> bool:
+        value = body.get(name, default)
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{name} must be true or false.")
+        return value
+
+    rate = body.get("rate")
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 10**9:
+            raise InvalidInput("rate must be a number of records a second above 0 (or left out: as fast as it goes).")
+        rate = float(rate)
+    text = body.get("filter") or ""
+    if not isinstance(text, str):
+        raise InvalidInput('filter must be a search filter such as value.status == "error".')
+    return CopyRequest(
+        to_topic=to_topic.strip(),
+        to_cluster=to_cluster,
+        partitions=partitions,
+        start=bound("from", "beginning"),
+        stop=bound("to", "end"),
+        filter=text,
+        keep_partition=flag("keep_partition", True),
+        keep_timestamp=flag("keep_timestamp", True),
+        rate=rate,
+        dry_run=flag("dry_run", False),
+        exactly_once=flag("exactly_once", True),
+    )
+
+
+def plan_ranges(source: ClusterConnection, topic: str, asked: CopyRequest) -> list[ScanRange]:
+    """The offset ranges the request covers (the log ends when it is planned bound what "end" means).
+    Raises TopicNotFound, PartitionNotFound, ClusterUnavailable."""
+    from broker.messages.scan import plan_scan
+
+    ranges = plan_scan(
+        source,
+        topic,
+        asked.partitions,
+        start_ms=asked.start.timestamp_ms,
+        stop_ms=asked.stop.timestamp_ms,
+        start_offset=asked.start.offset,
+        stop_offset=asked.stop.offset,
+    )
+    shaped = []
+    for r in ranges:
+        start = max(r.start, asked.start.offsets.get(r.partition, r.start))
+        stop = min(r.stop, asked.stop.offsets.get(r.partition, r.stop))
+        if r.readable and stop <= start:
+            continue
+        shaped.append(ScanRange(r.partition, start, stop, r.readable, r.leader))
+    return shaped

@@ -1,0 +1,225 @@
+"""Moving data through the API: copy a topic (or a range of it) to another topic or cluster, export records as a
+file (streamed, masked for the caller), import a file, and the runs' progress (tasks), cancel and resume."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from broker.errors import InvalidInput, NotFound
+from broker.messages.filtering import predicate_for
+from broker.messages.query import parse_query
+from broker.messages.query_terms import QueryError
+from broker.messages.read import check_isolation
+from broker.messages.scan import plan_scan
+from broker.times import parse_time
+from broker.transfer.export import export_lines
+from broker.transfer.records import FORMATS, parse
+from console.background import transfers
+from console.changes import transfers as transfer_changes
+from console.config.clusters import get_connection
+from console.errors import api_view
+from console.models import Transfer
+from console.params import int_param, json_object
+from console.present.masking import masker_for
+from console.present.messages import decoding_for
+
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+PREVIEW = 10
+
+
+@require_POST
+@api_view
+def api_copy(request: HttpRequest, cluster: str, topic: str) -> Any:
+    get_connection(cluster)
+    transfer = transfer_changes.start_copy(request, cluster, topic, json_object(request))
+    return _accepted(transfer)
+
+
+@require_GET
+@api_view
+def api_task(request: HttpRequest, task: int) -> Any:
+    try:
+        found = Transfer.objects.get(pk=task)
+    except Transfer.DoesNotExist:
+        raise NotFound(f"No task {task}.") from None
+    return transfers.as_json(transfers.settled(found))
+
+
+@require_POST
+@api_view
+def api_task_cancel(request: HttpRequest, task: int) -> Any:
+    return transfers.as_json(transfer_changes.cancel(request, task))
+
+
+@require_POST
+@api_view
+def api_task_resume(request: HttpRequest, task: int) -> Any:
+    return _accepted(transfer_changes.resume(request, task))
+
+
+def _accepted(transfer: Transfer) -> JsonResponse:
+    body = {**transfers.as_json(transfer), "url": f"/api/tasks/{transfer.pk}/"}
+    response = JsonResponse(body, status=202)
+    response["Location"] = body["url"]
+    return response
+
+
+@require_GET
+@api_view
+def api_export(request: HttpRequest, cluster: str, topic: str) -> Any:
+    """The records of a range (partitions, from and to as offsets or times, a filter) as a file, streamed."""
+    conn = get_connection(cluster)
+    fmt = request.GET.get("format", "jsonl")
+    if fmt not in ("jsonl", "csv"):
+        raise InvalidInput(f"format must be jsonl or csv, not {fmt[:20]!r}.")
+    isolation = check_isolation(request.GET.get("isolation"))
+    partitions = _partitions(request.GET.get("partitions"))
+    start_ms, stop_ms = _time(request, "since"), _time(request, "until")
+    ranges = plan_scan(
+        conn,
+        topic,
+        partitions,
+        start_ms=start_ms,
+        stop_ms=stop_ms,
+        start_offset=int_param(request, "from_offset", None, minimum=0),
+        stop_offset=int_param(request, "to_offset", None, minimum=0),
+        isolation=isolation,
+    )
+    try:
+        query = parse_query(request.GET.get("filter", ""))
+    except QueryError as exc:
+        raise InvalidInput(f"filter: {exc}") from None
+    masker = masker_for(request.user, cluster, topic)
+    predicate = predicate_for(query, masker, decoding_for(cluster, topic).registry)
+    most = int_param(request, "max", 10_000_000, minimum=1, maximum=100_000_000) or 10_000_000
+    lines = export_lines(conn, topic, ranges, fmt, predicate, masker.message, most, isolation)
+    content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
+    response = StreamingHttpResponse(lines, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{topic}.{fmt}"'
+    return response
+
+
+@require_POST
+@api_view
+def api_import(request: HttpRequest, cluster: str, topic: str) -> Any:
+    """A file of records into the topic: checked whole first (bad lines refused with their numbers, nothing
+    written), previewed with ``dry_run``, then written by a task."""
+    get_connection(cluster)
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise InvalidInput("Send the records as a multipart form with a file field named file.")
+    if upload.size is not None and upload.size > MAX_IMPORT_BYTES:
+        raise InvalidInput(f"The file is {upload.size:,} bytes; at most {MAX_IMPORT_BYTES:,} are imported at once.")
+    fmt = request.POST.get("format") or _format_of(upload.name or "")
+    if fmt not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}, not {fmt[:20]!r}.")
+    columns = _columns(request.POST.get("columns"))
+    parsed = parse(upload.read(), fmt, columns)
+    skip_bad = _flag(request, "skip_bad", False)
+    bad = [{"line": b.line, "reason": b.reason} for b in parsed.bad]
+    if parsed.bad_count and not skip_bad:
+        refused = InvalidInput(
+            f"{parsed.bad_count:,} line{'s' if parsed.bad_count != 1 else ''} cannot be imported; nothing was "
+            f"written. First: line {parsed.bad[0].line}: {parsed.bad[0].reason}."
+        )
+        refused.fields = {"bad_lines": bad, "bad_count": parsed.bad_count}  # type: ignore[attr-defined]
+        raise refused
+    if _flag(request, "dry_run", False):
+        return {
+            "records": len(parsed.records),
+            "bad_lines": bad,
+            "bad_count": parsed.bad_count,
+            "preview": [_preview(r) for r in parsed.records[:PREVIEW]],
+        }
+    rate = request.POST.get("rate") or ""
+    try:
+        per_s = float(rate) if rate else None
+    except ValueError:
+        raise InvalidInput(f"rate must be a number of records a second, not {rate[:20]!r}.") from None
+    if per_s is not None and not per_s > 0:
+        raise InvalidInput("rate must be above 0.")
+    transfer = transfer_changes.start_import(
+        request,
+        cluster,
+        topic,
+        parsed.records,
+        _flag(request, "keep_partition", False),
+        _flag(request, "keep_timestamp", False),
+        per_s,
+        upload.name or "upload",
+    )
+    response = _accepted(transfer)
+    if parsed.bad_count:
+        body = json.loads(response.content)
+        response = JsonResponse({**body, "skipped_lines": bad, "skipped_count": parsed.bad_count}, status=202)
+        response["Location"] = body["url"]
+    return response
+
+
+def _preview(record: Any) -> dict[str, Any]:
+    from broker.transfer.records import encode_bytes
+
+    key, key_enc = encode_bytes(record.key)
+    value, value_enc = encode_bytes(record.value)
+    return {
+        "key": key,
+        "key_encoding": key_enc,
+        "value": value if value is None or len(value) <= 500 else value[:500] + "…",
+        "value_encoding": value_enc,
+        "headers": [name for name, _ in record.headers],
+        "partition": record.partition,
+        "timestamp": record.timestamp,
+    }
+
+
+def _format_of(name: str) -> str:
+    lowered = name.lower()
+    if lowered.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if lowered.endswith(".csv"):
+        return "csv"
+    return "lines"
+
+
+def _columns(raw: str | None) -> dict[str, str] | None:
+    if not raw:
+        return None
+    try:
+        given = json.loads(raw)
+    except json.JSONDecodeError:
+        raise InvalidInput('columns must be a JSON object such as {"key": "id", "value": "body"}.') from None
+    if not isinstance(given, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in given.items()):
+        raise InvalidInput('columns must be a JSON object such as {"key": "id", "value": "body"}.')
+    return given
+
+
+def _flag(request: HttpRequest, name: str, default: bool) -> bool:
+    raw = request.POST.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise InvalidInput(f"{name} must be true or false, not {raw[:20]!r}.")
+
+
+def _partitions(raw: str | None) -> list[int] | None:
+    if not raw:
+        return None
+    try:
+        found = sorted({int(p) for p in raw.split(",") if p.strip()})
+    except ValueError:
+        raise InvalidInput(f"partitions must be partition numbers separated by commas, not {raw[:40]!r}.") from None
+    if any(p < 0 for p in found):
+        raise InvalidInput("partitions must be partition numbers from 0.")
+    return found or None
+
+
+def _time(request: HttpRequest, name: str) -> int | None:
+    raw = request.GET.get(name)
+    return parse_time(raw, name) if raw else None

@@ -1,0 +1,222 @@
+"""Moving data against the real cluster (issue 32): copies keeping partitions or placed by key, read back by plain
+consumers and kcat; export and import round-tripping every byte; a bad import line refused with its number; who may
+do it; tasks with progress, cancel and resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from broker.local import launcher
+from console.models import AuditEntry
+from tests.conftest import BOOTSTRAP, logged_in
+from tests.integration.kafka_helpers import create_topic, produce, unique
+
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+
+Row = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...], int]
+
+
+@pytest.fixture
+def operator(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Client:
+    return logged_in("operator")
+
+
+def write_source(topic: str, partitions: int, per_partition: int) -> None:
+    """Keys (some null), values (some null), repeated headers and set timestamps, in every partition."""
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all", linger_ms=5)
+    for p in range(partitions):
+        for i in range(per_partition):
+            key = None if i % 7 == 3 else b"user-%d" % (i % 11)
+            value = None if i % 13 == 5 else b'{"n":%d,"p":%d}' % (i, p)
+            headers = [("trace", b"t%d" % i), ("trace", b"again"), ("bin", bytes([i % 256, 0, 255]))]
+            producer.send(topic, key=key, value=value, headers=headers, partition=p, timestamp_ms=1_700_000_000_000 + i)
+    producer.flush()
+    producer.close()
+
+
+def read_all(topic: str) -> dict[int, list[Row]]:
+    """Every record per partition, in order, as a plain consumer reads it."""
+    consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), enable_auto_commit=False)
+    try:
+        partitions = sorted(consumer.partitions_for_topic(topic) or [])
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        found: dict[int, list[Row]] = {p: [] for p in partitions}
+        deadline = time.monotonic() + 60
+        while any(consumer.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                found[tp.partition] += [(r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+        return found
+    finally:
+        consumer.close()
+
+
+def wait_task(client: Client, task: int, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body: dict[str, Any] = client.get(f"/api/tasks/{task}/").json()
+        if body["finished"]:
+            return body
+        assert time.monotonic() < deadline, body
+        time.sleep(0.3)
+
+
+def copy(client: Client, topic: str, body: dict[str, Any]) -> dict[str, Any]:
+    started = client.post(f"/api/clusters/local/topics/{topic}/copy/", body, "application/json")
+    assert started.status_code == 202, started.content
+    assert started["Location"] == f"/api/tasks/{started.json()['id']}/"
+    return wait_task(client, started.json()["id"])
+
+
+def test_a_copy_keeping_partitions_gives_the_same_records_per_partition_in_order(operator: Client) -> None:
+    source = create_topic(unique("cp-src"), partitions=3)
+    target = create_topic(unique("cp-dst"), partitions=3)
+    write_source(source, 3, 200)
+    dry = copy(operator, source, {"to_topic": target, "dry_run": True})
+    assert dry["status"] == "succeeded"
+    assert dry["progress"]["written"] == 600
+    assert len(dry["progress"]["samples"]) == 10
+    assert read_all(target) == {0: [], 1: [], 2: []}  # a dry run writes nothing
+
+    done = copy(operator, source, {"to_topic": target})
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["guarantee"] == "exactly-once"
+    assert (done["progress"]["read"], done["progress"]["written"]) == (600, 600)
+    assert read_all(target) == read_all(source)
+    audit = AuditEntry.objects.filter(action="topic.copy", outcome="done").order_by("-at").first()
+    assert audit is not None
+    assert f"copied (exactly-once) 600 of 600 records read to local/{target}" in audit.result
+
+
+def test_a_range_and_a_filter_and_a_copy_placed_by_key_as_javas_partitioner_places_it(operator: Client) -> None:
+    source = create_topic(unique("cp-keys"), partitions=2)
+    write_source(source, 2, 100)
+    target = create_topic(unique("cp-five"), partitions=5)
+    done = copy(
+        operator,
+        source,
+        {"to_topic": target, "keep_partition": False, "from": {"offset": 10}, "to": {"offsets": {"1": 50}}},
+    )
+    assert done["progress"]["written"] == 90 + 40
+    copied = read_all(target)
+    # Where Kafka's Java producer puts each key: kcat's murmur2_random is that partitioner.
+    reference = create_topic(unique("cp-ref"), partitions=5)
+    keys = sorted({k for rows in copied.values() for k, *_ in rows if k is not None})
+    subprocess.run(
+        ["kcat", "-P", "-b", BOOTSTRAP, "-t", reference, "-K:", "-X", "partitioner=murmur2_random"],
+        input=b"".join(k + b":x\n" for k in keys),
+        check=True,
+        timeout=60,
+    )
+    java = {k: p for p, rows in read_all(reference).items() for k, *_ in rows}
+    for p, rows in copied.items():
+        for key, *_ in rows:
+            if key is not None:
+                assert java[key] == p, (key, p)
+    assert sum(len(rows) for rows in copied.values()) == 130
+
+    filtered = create_topic(unique("cp-filter"), partitions=2)
+    done = copy(operator, source, {"to_topic": filtered, "filter": "value.n >= 95"})
+    assert (done["progress"]["read"], done["progress"]["written"]) == (200, 8)  # n 95..99 minus the null values
+
+
+def test_export_then_import_round_trips_every_byte_and_a_bad_line_is_refused(operator: Client) -> None:
+    source = create_topic(unique("ex-src"), partitions=2)
+    write_source(source, 2, 60)
+    exported = operator.get(f"/api/clusters/local/topics/{source}/export/", {"format": "jsonl"})
+    assert exported.status_code == 200
+    assert exported["Content-Disposition"] == f'attachment; filename="{source}.jsonl"'
+    text = b"".join(exported.streaming_content).decode()  # type: ignore[attr-defined]
+    lines = text.splitlines()
+    assert len(lines) == 120
+    assert json.loads(lines[0])["headers"][0] == {"name": "trace", "value": "t0", "encoding": "text"}
+
+    target = create_topic(unique("ex-dst"), partitions=2)
+    upload = SimpleUploadedFile("records.jsonl", text.encode())
+    preview = operator.post(
+        f"/api/clusters/local/topics/{target}/import/", {"file": upload, "dry_run": "true", "keep_partition": "true"}
+    )
+    assert preview.status_code == 200, preview.content
+    assert preview.json()["records"] == 120
+    upload = SimpleUploadedFile("records.jsonl", text.encode())
+    started = operator.post(
+        f"/api/clusters/local/topics/{target}/import/",
+        {"file": upload, "keep_partition": "true", "keep_timestamp": "true"},
+    )
+    assert started.status_code == 202, started.content
+    done = wait_task(operator, started.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert read_all(target) == read_all(source)
+
+    bad = "\n".join([lines[0], "{broken", lines[1], '{"value": "x", "value_encoding": "base64"}'])
+    refused = operator.post(
+        f"/api/clusters/local/topics/{target}/import/", {"file": SimpleUploadedFile("bad.jsonl", bad.encode())}
+    )
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["message"].startswith("2 lines cannot be imported; nothing was written. First: line 2: not JSON")
+    assert [b["line"] for b in body["fields"]["bad_lines"]] == [2, 4]
+    assert sum(len(rows) for rows in read_all(target).values()) == 120  # nothing more was written
+
+
+def test_who_may_move_data_and_what_bad_requests_get(
+    kafka_cluster: launcher.ClusterLayout, clusters_reset: None
+) -> None:
+    source = create_topic(unique("mv-who"), partitions=1)
+    viewer, operator = logged_in("viewer"), logged_in("operator")
+    refused = viewer.post(f"/api/clusters/local/topics/{source}/copy/", {"to_topic": "x"}, "application/json")
+    assert refused.status_code == 403
+    for body, status, words in (
+        ({}, 400, "to_topic is required"),
+        ({"to_topic": source}, 400, "cannot be copied onto itself"),
+        ({"to_topic": "no-such-topic-here"}, 404, "no-such-topic-here"),
+        ({"to_topic": "x", "from": {"offset": -1}}, 400, "from"),
+        ({"to_topic": "x", "rate": 0}, 400, "rate"),
+        ({"to_topic": "x", "filter": "value.n >>> 1"}, 400, "filter"),
+        ({"to_topic": "x", "to_cluster": "nowhere"}, 404, "nowhere"),
+    ):
+        answer = operator.post(f"/api/clusters/local/topics/{source}/copy/", body, "application/json")
+        assert answer.status_code == status, (body, answer.content)
+        assert words in answer.json()["message"], (body, answer.json())
+    narrow = create_topic(unique("mv-narrow"), partitions=1)
+    wide = create_topic(unique("mv-wide"), partitions=3)
+    produce(wide, [(None, b"x")], partition=2)
+    too_few = operator.post(f"/api/clusters/local/topics/{wide}/copy/", {"to_topic": narrow}, "application/json")
+    assert too_few.status_code == 400
+    assert "keep_partition false" in too_few.json()["message"]
+    assert operator.get("/api/tasks/999999/").status_code == 404
+    assert operator.get(f"/api/clusters/local/topics/{source}/export/", {"format": "xml"}).status_code == 400
+    assert operator.post(f"/api/clusters/local/topics/{source}/import/", {}).status_code == 400
+
+
+def test_a_copy_at_a_rate_can_be_cancelled_and_resumed_from_its_saved_position(operator: Client) -> None:
+    source = create_topic(unique("cp-slow"), partitions=1)
+    target = create_topic(unique("cp-slow-dst"), partitions=1)
+    write_source(source, 1, 300)
+    started = operator.post(
+        f"/api/clusters/local/topics/{source}/copy/", {"to_topic": target, "rate": 50}, "application/json"
+    ).json()
+    time.sleep(2.5)
+    cancelled = operator.post(f"/api/tasks/{started['id']}/cancel/")
+    assert cancelled.status_code == 200
+    first = wait_task(operator, started["id"])
+    assert first["status"] == "cancelled", first
+    saved = first["progress"]["saved_positions"]["0"]
+    assert 0 < saved < 300
+    assert sum(len(r) for r in read_all(target).values()) == saved  # exactly-once: what was saved, no more
+    resumed = operator.post(f"/api/tasks/{started['id']}/resume/")
+    assert resumed.status_code == 202, resumed.content
+    second = wait_task(operator, resumed.json()["id"])
+    assert second["status"] == "succeeded"
+    assert second["resumed_from"] == started["id"]
+    assert read_all(target) == read_all(source)
