@@ -74,6 +74,7 @@ ACTIONS: dict[str, Action] = {
     # Moving data: operators copy, import and redrive (they write to topics, as producing does).
     "topic.copy": Action("produce_messages", "copy records between topics"),
     "topic.import": Action("produce_messages", "import records into topics"),
+    "topic.redrive": Action("produce_messages", "send dead letters back to their topics"),
     "zookeeper.create": Action("write_zookeeper", "create znodes"),
     "zookeeper.set": Action("write_zookeeper", "change znodes"),
     "zookeeper.delete": Action("write_zookeeper", "delete znodes"),

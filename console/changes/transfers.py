@@ -15,7 +15,7 @@ from broker.errors import InvalidInput, NotFound
 from broker.messages.filtering import predicate_for
 from broker.messages.query import parse_query
 from broker.messages.query_terms import QueryError
-from broker.messages.scan import ScanRange
+from broker.messages.scan import ScanRange, plan_scan
 from broker.topics.read import get_topic_partitions
 from broker.transfer.copy import (
     CopyPlan,
@@ -28,6 +28,7 @@ from broker.transfer.copy import (
 )
 from broker.transfer.importing import check_partitions, run_import
 from broker.transfer.records import Record
+from broker.transfer.redrive import run_redrive, scheme_named, survey
 from console.access import perform
 from console.background import transfers
 from console.config.clusters import get_connection
@@ -279,3 +280,89 @@ def start_import(
         return transfer
 
     return perform(request, "topic.import", cluster, target, params, change, _started)
+
+
+def start_redrive(request: HttpRequest, cluster: str, topic: str, body: Any) -> Transfer:
+    """Send the dead letters of ``topic`` back to their origins (all, the origins listed, those a filter passes)."""
+    if not isinstance(body, dict):
+        raise InvalidInput("The body must be a JSON object.")
+    scheme = scheme_named(body.get("scheme"), body.get("topic_header"), body.get("partition_header"))
+    origins = body.get("origins")
+    if origins is not None and (
+        not isinstance(origins, list)
+        or not all(isinstance(o, dict) and isinstance(o.get("topic"), str) for o in origins)
+    ):
+        raise InvalidInput('origins must be a list of {"topic", "partition"} (partition optional).')
+    picked = {(o["topic"], o.get("partition")) for o in origins or []}
+    flags = {}
+    for name, default in (("dry_run", False), ("keep_partition", True), ("keep_error_headers", False)):
+        value = body.get(name, default)
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{name} must be true or false.")
+        flags[name] = value
+    rate = body.get("rate")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0):
+        raise InvalidInput("rate must be a number of records a second above 0.")
+    try:
+        query = parse_query(body.get("filter") or "")
+    except QueryError as exc:
+        raise InvalidInput(f"filter: {exc}") from None
+
+    def change() -> Transfer:
+        conn = get_connection(cluster)
+        if masker_for(request.user, cluster, topic).active:
+            raise InvalidInput(f"Masking hides parts of {topic!r} from you: an admin can redrive it.")
+        ranges = plan_scan(conn, topic)
+        chosen = scheme
+        if chosen is None:
+            found = survey(conn, topic, ranges, None, 1000, lambda m: m)
+            chosen = scheme_named(found.scheme) if found.scheme else None
+            if chosen is None:
+                raise InvalidInput(
+                    f"No record of {topic!r} names where it came from by Kafka Connect's or Spring's headers: "
+                    "name the header that does (topic_header)."
+                )
+        user, name = _user(request)
+        transfer = Transfer.objects.create(
+            kind="redrive",
+            cluster=cluster,
+            topic=topic,
+            spec={**body, "scheme": chosen.name, "ranges": _ranges_json(ranges)},
+            created_by=user,
+            username=name,
+            created_at=timezone.now(),
+        )
+        predicate = predicate_for(query, registry=decoding_for(cluster, topic).registry)
+        transactional_id = f"kazami-redrive-{transfer.pk}-{uuid.uuid4().hex[:8]}"
+        scheme_used = chosen
+
+        def wanted(origin: str, partition: int | None) -> bool:
+            return not picked or (origin, partition) in picked or (origin, None) in picked
+
+        def work(cancelled: threading.Event, report: transfers.Report) -> dict[str, Any]:
+            final = run_redrive(
+                get_connection(cluster),
+                topic,
+                ranges,
+                scheme_used,
+                wanted,
+                predicate,
+                flags["keep_partition"],
+                flags["keep_error_headers"],
+                float(rate) if rate else None,
+                flags["dry_run"],
+                transactional_id,
+                cancel=cancelled,
+                on_progress=lambda p: report(p.as_dict()),
+            )
+            return final.as_dict()
+
+        def describe(final: dict[str, Any]) -> str:
+            verb = "would send back" if flags["dry_run"] else f"sent back ({final.get('guarantee')})"
+            origins_text = ", ".join(f"{k}: {v}" for k, v in (final.get("by_origin") or {}).items())[:300]
+            return f"{verb} {final.get('sent', 0):,} of {final.get('read', 0):,} dead letters ({origins_text})"
+
+        transfers.start(transfer, work, "topic.redrive", describe)
+        return transfer
+
+    return perform(request, "topic.redrive", cluster, f"{cluster}/{topic}", body, change, _started)

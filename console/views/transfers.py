@@ -18,6 +18,7 @@ from broker.messages.scan import plan_scan
 from broker.times import parse_time
 from broker.transfer.export import export_lines
 from broker.transfer.records import FORMATS, parse
+from broker.transfer.redrive import scheme_named, survey
 from console.background import transfers
 from console.changes import transfers as transfer_changes
 from console.config.clusters import get_connection
@@ -223,3 +224,31 @@ def _partitions(raw: str | None) -> list[int] | None:
 def _time(request: HttpRequest, name: str) -> int | None:
     raw = request.GET.get(name)
     return parse_time(raw, name) if raw else None
+
+
+@require_GET
+@api_view
+def api_dead_letters(request: HttpRequest, cluster: str, topic: str) -> Any:
+    """What a dead-letter topic holds, grouped by where each record came from, with samples (masked)."""
+    conn = get_connection(cluster)
+    scheme = scheme_named(
+        request.GET.get("scheme"), request.GET.get("topic_header"), request.GET.get("partition_header")
+    )
+    most = int_param(request, "max", 100_000, minimum=1, maximum=1_000_000) or 100_000
+    masker = masker_for(request.user, cluster, topic)
+    found = survey(conn, topic, plan_scan(conn, topic), scheme, most, masker.message)
+    return {
+        "topic": topic,
+        "scheme": found.scheme,
+        "read": found.read,
+        "unnamed": found.unnamed,
+        "more": found.more,
+        "origins": found.origins,
+    }
+
+
+@require_POST
+@api_view
+def api_redrive(request: HttpRequest, cluster: str, topic: str) -> Any:
+    get_connection(cluster)
+    return _accepted(transfer_changes.start_redrive(request, cluster, topic, json_object(request)))

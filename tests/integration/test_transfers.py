@@ -220,3 +220,71 @@ def test_a_copy_at_a_rate_can_be_cancelled_and_resumed_from_its_saved_position(o
     assert second["status"] == "succeeded"
     assert second["resumed_from"] == started["id"]
     assert read_all(target) == read_all(source)
+
+
+def test_a_connect_sinks_dead_letters_are_surveyed_and_redriven_to_their_origin(
+    connect_worker: str, clusters_reset: None
+) -> None:
+    from console.config import connect
+    from tests.integration.connect_files import worker_folder
+    from tests.integration.kafka_helpers import until
+
+    connect.reset_for_tests()
+    admin = logged_in("admin")
+    origin = create_topic(unique("dl-origin"), partitions=2)
+    dlq = create_topic(unique("dl-queue"), partitions=1)
+    name = unique("dl-sink")
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1",
+        "topics": origin,
+        "file": str(worker_folder() / f"{name}.txt"),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    made = admin.post(
+        "/api/clusters/local/connectors/", {"connect": "local", "name": name, "config": config}, "application/json"
+    )
+    assert made.status_code == 201, made.content
+    try:
+        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all")
+        for p in range(2):
+            for i in range(5):
+                good = i % 2 == 0
+                value = b'{"ok": %d}' % i if good else b"not json %d" % i  # the sink's converter fails on these
+                producer.send(origin, key=b"k%d" % i, value=value, partition=p, headers=[("mine", b"kept")])
+        producer.flush()
+        producer.close()
+        until("the dead letters", lambda: sum(len(r) for r in read_all(dlq).values()) == 4, timeout=90)
+
+        surveyed = admin.get(f"/api/clusters/local/topics/{dlq}/dead-letters/").json()
+        assert surveyed["scheme"] == "kafka-connect"
+        assert sorted((o["topic"], o["partition"], o["count"]) for o in surveyed["origins"]) == [
+            (origin, 0, 2),
+            (origin, 1, 2),
+        ]
+        assert surveyed["origins"][0]["samples"][0]["value"].startswith("not json")
+        assert surveyed["origins"][0]["errors"]  # what Connect said went wrong
+    finally:
+        admin.delete(f"/api/clusters/local/connectors/local/{name}/")
+
+    before = {p: len(rows) for p, rows in read_all(origin).items()}
+    started = admin.post(
+        f"/api/clusters/local/topics/{dlq}/redrive/",
+        {"origins": [{"topic": origin, "partition": 1}]},
+        "application/json",
+    )
+    assert started.status_code == 202, started.content
+    done = wait_task(admin, started.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["by_origin"] == {f"{origin}/1": 2}
+    after = read_all(origin)
+    assert {p: len(rows) for p, rows in after.items()} == {0: before[0], 1: before[1] + 2}
+    sent_back = after[1][-2:]
+    assert [(k, v) for k, v, _, _ in sent_back] == [(b"k1", b"not json 1"), (b"k3", b"not json 3")]
+    assert all(h == (("mine", b"kept"),) for _, _, h, _ in sent_back)  # Connect's error headers left out
