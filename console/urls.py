@@ -86,6 +86,7 @@ urlpatterns = [
     path(TOPIC + "search/", messages.search, name="topic-search"),
     path(TOPIC + "tail/", messages.tail, name="topic-tail"),
     path(TOPIC + "produce/", messages.produce, name="topic-produce"),
+    path(TOPIC + "move/", transfer_views.move_page, name="topic-move"),
     path(TOPIC + "schema/", messages.upload_schema, name="topic-schema"),
     # Disks: log dirs, segment files, batches, indexes
     path(CLUSTER + "disks/", disks.logdirs_page, name="disks"),
@@ -212,6 +213,7 @@ urlpatterns = [
     path(f"api/{TOPIC}dead-letters/", transfer_views.api_dead_letters, name="api-topic-dead-letters"),
     path(f"api/{TOPIC}redrive/", transfer_views.api_redrive, name="api-topic-redrive"),
     path("api/tasks/<int:task>/", transfer_views.api_task, name="api-task"),
+    path(CLUSTER + "tasks/<int:task>/", transfer_views.task_page, name="task-page"),
     path("api/tasks/<int:task>/cancel/", transfer_views.api_task_cancel, name="api-task-cancel"),
     path("api/tasks/<int:task>/resume/", transfer_views.api_task_resume, name="api-task-resume"),
     path(f"api/{TOPIC}find-key/", messages.api_find_key, name="api-find-key"),

@@ -30,6 +30,7 @@ TOPIC_TABS = {
     "tail": "topic-tail",
     "produce": "topic-produce",
     "acls": "topic-acls",
+    "move": "topic-move",
 }
 
 

@@ -6,23 +6,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
-from django.views.decorators.http import require_GET, require_POST
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from broker.errors import InvalidInput, NotFound
+from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.messages.filtering import predicate_for
 from broker.messages.query import parse_query
 from broker.messages.query_terms import QueryError
 from broker.messages.read import check_isolation
 from broker.messages.scan import plan_scan
 from broker.times import parse_time
+from broker.topics.read import get_topic_partitions
 from broker.transfer.export import export_lines
 from broker.transfer.records import FORMATS, parse
 from broker.transfer.redrive import scheme_named, survey
 from console.background import transfers
 from console.changes import transfers as transfer_changes
-from console.config.clusters import get_connection
-from console.errors import api_view
+from console.config.clusters import get_configs, get_connection
+from console.errors import api_view, page_view, status_of
 from console.models import Transfer
 from console.params import int_param, json_object
 from console.present.masking import masker_for
@@ -136,13 +138,7 @@ def api_import(request: HttpRequest, cluster: str, topic: str) -> Any:
             "bad_count": parsed.bad_count,
             "preview": [_preview(r) for r in parsed.records[:PREVIEW]],
         }
-    rate = request.POST.get("rate") or ""
-    try:
-        per_s = float(rate) if rate else None
-    except ValueError:
-        raise InvalidInput(f"rate must be a number of records a second, not {rate[:20]!r}.") from None
-    if per_s is not None and not per_s > 0:
-        raise InvalidInput("rate must be above 0.")
+    per_s = _rate(request.POST.get("rate"))
     transfer = transfer_changes.start_import(
         request,
         cluster,
@@ -252,3 +248,161 @@ def api_dead_letters(request: HttpRequest, cluster: str, topic: str) -> Any:
 def api_redrive(request: HttpRequest, cluster: str, topic: str) -> Any:
     get_connection(cluster)
     return _accepted(transfer_changes.start_redrive(request, cluster, topic, json_object(request)))
+
+
+# ---------------------------------------------------------------- pages
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def move_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """A topic's "Move data" tab: copy, export, import and, for a dead-letter topic, redrive."""
+    conn = get_connection(cluster)
+    partitions = len(get_topic_partitions(conn, topic))  # an unknown topic is a 404
+    error = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        try:
+            if action == "copy":
+                transfer = transfer_changes.start_copy(request, cluster, topic, _copy_body(request))
+            elif action == "import":
+                transfer = _page_import(request, cluster, topic)
+            elif action == "redrive":
+                transfer = transfer_changes.start_redrive(request, cluster, topic, _redrive_body(request))
+            else:
+                raise InvalidInput("Choose copy, import or redrive.")
+            return redirect("task-page", cluster=cluster, task=transfer.pk)
+        except KazamiError as exc:
+            status, _code = status_of(exc)
+            if status >= 500:
+                raise
+            error = str(exc)
+    survey_found = None
+    if request.GET.get("dead_letters") == "1":
+        masker = masker_for(request.user, cluster, topic)
+        scheme = scheme_named(
+            request.GET.get("scheme"), request.GET.get("topic_header"), request.GET.get("partition_header")
+        )
+        survey_found = survey(conn, topic, plan_scan(conn, topic), scheme, 100_000, masker.message)
+    context = {
+        "cluster": cluster,
+        "topic": topic,
+        "partitions": partitions,
+        "clusters": sorted(get_configs()),
+        "error": error,
+        "posted": request.POST if request.method == "POST" else {},
+        "survey": survey_found,
+        "recent": [transfers.settled(t) for t in Transfer.objects.filter(cluster=cluster, topic=topic)[:10]],
+        "crumb": "move data",
+    }
+    return render(request, "transfers/move.html", context, status=400 if error else 200)
+
+
+def _copy_body(request: HttpRequest) -> dict[str, Any]:
+    data = request.POST
+
+    def bound(text: str) -> Any:
+        text = text.strip()
+        if not text:
+            return None
+        return {"offset": int(text)} if text.isascii() and text.isdigit() else {"timestamp": text}
+
+    body: dict[str, Any] = {
+        "to_topic": data.get("to_topic", ""),
+        "to_cluster": data.get("to_cluster") or None,
+        "from": bound(data.get("from", "")),
+        "to": bound(data.get("to", "")),
+        "filter": data.get("filter", ""),
+        "keep_partition": data.get("keep_partition") == "on",
+        "keep_timestamp": data.get("keep_timestamp") == "on",
+        "dry_run": data.get("dry_run") == "1",
+    }
+    if data.get("partitions", "").strip():
+        body["partitions"] = _partitions(data["partitions"])
+    rate = _rate(data.get("rate"))
+    if rate is not None:
+        body["rate"] = rate
+    return body
+
+
+def _rate(raw: str | None) -> float | None:
+    """A rate in records a second from a form field (None when blank); InvalidInput for anything but a number > 0."""
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        rate = float(text)
+    except ValueError:
+        raise InvalidInput(f"rate must be a number of records a second, not {text[:20]!r}.") from None
+    if not 0 < rate <= 10**9:
+        raise InvalidInput("rate must be a number of records a second above 0.")
+    return rate
+
+
+def _redrive_body(request: HttpRequest) -> dict[str, Any]:
+    data = request.POST
+    body: dict[str, Any] = {
+        "scheme": data.get("scheme") or "auto",
+        "dry_run": data.get("dry_run") == "1",
+        "keep_partition": data.get("keep_partition", "on") == "on",
+    }
+    if data.get("origin_topic"):
+        origin: dict[str, Any] = {"topic": data["origin_topic"]}
+        given = data.get("origin_partition", "").strip()
+        if given.isascii() and given.isdigit():
+            origin["partition"] = int(given)
+        body["origins"] = [origin]
+    if data.get("topic_header"):
+        body["topic_header"] = data["topic_header"]
+    return body
+
+
+def _page_import(request: HttpRequest, cluster: str, topic: str) -> Transfer:
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise InvalidInput("Choose a file to import.")
+    fmt = request.POST.get("format") or _format_of(upload.name or "")
+    if fmt not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}.")
+    parsed = parse(upload.read(), fmt, _columns(request.POST.get("columns")))
+    if parsed.bad_count and request.POST.get("skip_bad") != "on":
+        lines = "; ".join(f"line {b.line}: {b.reason}" for b in parsed.bad[:5])
+        raise InvalidInput(f"{parsed.bad_count:,} line(s) cannot be imported, so nothing was written: {lines}.")
+    return transfer_changes.start_import(
+        request,
+        cluster,
+        topic,
+        parsed.records,
+        request.POST.get("keep_partition") == "on",
+        request.POST.get("keep_timestamp") == "on",
+        _rate(request.POST.get("rate")),
+        upload.name or "upload",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@page_view
+def task_page(request: HttpRequest, cluster: str, task: int) -> HttpResponse:
+    """One run's progress (refreshed every second while it runs), with cancel and resume."""
+    try:
+        found = Transfer.objects.get(pk=task, cluster=cluster)
+    except Transfer.DoesNotExist:
+        raise NotFound(f"No task {task} on cluster {cluster!r}.") from None
+    if request.method == "POST":
+        if request.POST.get("action") == "cancel":
+            transfer_changes.cancel(request, task)
+        elif request.POST.get("action") == "resume":
+            resumed = transfer_changes.resume(request, task)
+            return redirect("task-page", cluster=cluster, task=resumed.pk)
+        return redirect("task-page", cluster=cluster, task=task)
+    found = transfers.settled(found)
+    context = {
+        "cluster": cluster,
+        "topic": found.topic,
+        "task": found,
+        "p": found.progress,
+        "crumb": f"task {found.pk}",
+    }
+    if request.GET.get("part") == "progress":
+        return render(request, "transfers/_progress.html", context)
+    return render(request, "transfers/task.html", context)

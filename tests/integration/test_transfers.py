@@ -288,3 +288,32 @@ def test_a_connect_sinks_dead_letters_are_surveyed_and_redriven_to_their_origin(
     sent_back = after[1][-2:]
     assert [(k, v) for k, v, _, _ in sent_back] == [(b"k1", b"not json 1"), (b"k3", b"not json 3")]
     assert all(h == (("mine", b"kept"),) for _, _, h, _ in sent_back)  # Connect's error headers left out
+
+
+def test_the_move_data_page_starts_a_copy_and_its_task_page_follows_it(operator: Client) -> None:
+    source = create_topic(unique("pg-src"), partitions=1)
+    target = create_topic(unique("pg-dst"), partitions=1)
+    write_source(source, 1, 30)
+    page = operator.get(f"/clusters/local/topics/{source}/move/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for part in ('id="export"', 'id="copy"', 'id="import"', 'id="dead-letters"', 'aria-current="page">Move data'):
+        assert part in html
+    started = operator.post(
+        f"/clusters/local/topics/{source}/move/",
+        {"action": "copy", "to_topic": target, "to_cluster": "local", "keep_partition": "on", "keep_timestamp": "on"},
+    )
+    assert started.status_code == 302
+    task_url = started["Location"]
+    task = int(task_url.rstrip("/").rsplit("/", 1)[1])
+    assert wait_task(operator, task)["status"] == "succeeded"
+    shown = operator.get(task_url).content.decode()
+    assert 'id="task-status">succeeded' in shown
+    assert "30 records copied of 30 read" in shown
+    assert read_all(target) == read_all(source)
+    bad = operator.post(f"/clusters/local/topics/{source}/move/", {"action": "copy", "to_topic": source})
+    assert bad.status_code == 400
+    assert "cannot be copied onto itself" in bad.content.decode()
+    viewer = logged_in("viewer").get(f"/clusters/local/topics/{source}/move/").content.decode()
+    assert 'id="export"' in viewer
+    assert 'id="copy"' not in viewer
