@@ -14,6 +14,7 @@ from typing import Any
 from bench import (
     bench_analytics,
     bench_backfill,
+    bench_copy,
     bench_failover,
     bench_groups,
     bench_idle,
@@ -45,6 +46,7 @@ BENCHMARKS: dict[str, Callable[[], dict[str, Any]]] = {
     "search": bench_search.run,
     "schema_decode": bench_schema_decode.run,
     "report_time": bench_reports.run,
+    "copy": bench_copy.run,
 }
 # Benchmarks that start a cluster of their own: the shared one is not started for them (and load stops it,
 # so that its brokers take no CPU from the load).
