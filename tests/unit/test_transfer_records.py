@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import struct
+from datetime import UTC, datetime
 
 import pytest
 
@@ -131,3 +132,40 @@ def test_dead_letters_name_their_origin_by_connect_or_spring_headers() -> None:
     ]
     assert groups[0].errors == {"Unrecognized token": 1}
     assert dead_letters.origin_of([("source-topic", b"raw")], by_hand) == dead_letters.Origin("raw", None, None, None)
+
+
+def test_a_copy_request_is_checked_field_by_field() -> None:
+    from broker.transfer.copy import Bound, check_copy_request
+
+    asked = check_copy_request(
+        {
+            "to_topic": " copy ",
+            "partitions": [2, 0, 2],
+            "from": {"offsets": {"0": 5, "2": 7}},
+            "to": "2026-11-01T12:00:00Z",
+            "keep_partition": False,
+            "rate": 500,
+        }
+    )
+    assert (asked.to_topic, asked.partitions, asked.keep_partition, asked.rate) == ("copy", [0, 2], False, 500.0)
+    assert asked.start == Bound(offsets={0: 5, 2: 7})
+    noon = datetime(2026, 11, 1, 12, tzinfo=UTC)
+    assert asked.stop == Bound(timestamp_ms=int(noon.timestamp() * 1000))
+    assert (asked.exactly_once, asked.keep_timestamp, asked.dry_run) == (True, True, False)
+    assert check_copy_request({"to_topic": "t", "from": 12}).start == Bound(offset=12)
+    assert check_copy_request({"to_topic": "t", "from": "beginning", "to": "end"}).stop == Bound()
+    for body, words in (
+        ([], "JSON object"),
+        ({}, "to_topic is required"),
+        ({"to_topic": "t", "partitions": [-1]}, "partitions"),
+        ({"to_topic": "t", "partitions": [True]}, "partitions"),
+        ({"to_topic": "t", "from": {"offset": -3}}, "from"),
+        ({"to_topic": "t", "from": {"offsets": {"x": 1}}}, "from.offsets"),
+        ({"to_topic": "t", "to": {"timestamp": "yesterday-ish"}}, "to.timestamp"),
+        ({"to_topic": "t", "rate": 0}, "rate"),
+        ({"to_topic": "t", "rate": float("nan")}, "rate"),
+        ({"to_topic": "t", "keep_partition": "yes"}, "keep_partition"),
+        ({"to_topic": "t", "filter": 5}, "filter"),
+    ):
+        with pytest.raises(InvalidInput, match=words):
+            check_copy_request(body)
