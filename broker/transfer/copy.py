@@ -210,9 +210,10 @@ def run_copy(
             progress.elapsed = now - started
             on_progress(progress)
 
-    def on_scan(scanned: Any) -> None:
+    def on_scan(scanned: Any) -> None:  # also while the filter passes nothing: the run is alive
         progress.read = scanned.scanned
         progress.positions = dict(scanned.positions)
+        report()
 
     last_checkpoint, since_checkpoint = started, 0
     try:

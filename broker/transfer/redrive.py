@@ -122,9 +122,25 @@ def run_redrive(
                 progress.missing_topics.append(name)
         return counts[name]
 
+    def report(force: bool = False) -> None:
+        nonlocal last_report
+        now = time.monotonic()
+        if on_progress is not None and (force or now - last_report >= 0.5):
+            last_report, progress.elapsed = now, now - started
+            on_progress(progress)
+
     try:
         for message in scan(
-            conn, topic, ranges, predicate, max_scan=2**62, max_matches=2**62, cancel=cancel, deadline_s=10**9
+            conn,
+            topic,
+            ranges,
+            predicate,
+            max_scan=2**62,
+            max_matches=2**62,
+            cancel=cancel,
+            deadline_s=10**9,
+            on_progress=lambda _scanned: report(),  # also while nothing is sent: the run is alive
+            report_every=1000,
         ):
             progress.read += 1
             progress.positions[message.partition] = message.offset + 1
@@ -159,9 +175,7 @@ def run_redrive(
             if writer is not None and (since >= CHECKPOINT_RECORDS or now - last_checkpoint >= CHECKPOINT_S):
                 writer.checkpoint()
                 progress.saved, last_checkpoint, since = dict(progress.positions), now, 0
-            if on_progress is not None and now - last_report >= 0.5:
-                last_report, progress.elapsed = now, now - started
-                on_progress(progress)
+            report()
         if cancel is not None and cancel.is_set():
             progress.stopped = "cancelled"
         if writer is not None:
