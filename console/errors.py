@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 
 from analytics.spark import SparkUnavailable
@@ -96,8 +96,8 @@ def api_view(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
         except Exception:
             log.exception("API view %s failed", view.__name__)
             return json_error(500, "internal_error", "The console failed to answer; the error is in its log.")
-        if isinstance(result, HttpResponse):
-            return result
+        if isinstance(result, HttpResponseBase):  # a streamed one too
+            return result  # type: ignore[return-value]
         return JsonResponse(result, safe=False, json_dumps_params={"indent": 2})
 
     return wrapper

@@ -3,7 +3,8 @@
 One consumer of no group, assigned every partition of the topic, starting at its end (what was committed
 before the reader started is the lag sampler's business). Each ``pump`` reads what arrived since, without
 waiting (or up to ``wait_ms``), and files each commit with the lag it had: the partition's log end as the lag
-sampler last read it, as Burrow does with its own periodic read of the log ends. No other request is sent.
+sampler last read it, as Burrow does with its own periodic read of the log ends (a partition the sampler has
+not read yet, a group's first commits, gets its log end asked once).
 
 A cluster that does not let us read the topic (an ACL) gets ``failure`` set, and nothing more is asked of it
 until ``retry_after_s``: the console then judges groups over its samples alone.
@@ -42,6 +43,7 @@ class CommitReader:
         self._consumer: KafkaConsumer | None = None
         self._failed_at = 0.0
         self._assigned = 0
+        self._absent = False  # the topic was not there when the reader last looked
 
     def note_ends(self, ends: Mapping[tuple[str, int], int]) -> None:
         """The log ends the lag sampler read (a log end never goes back: an older figure is ignored)."""
@@ -79,6 +81,7 @@ class CommitReader:
             self._fail(exc)
             return set()
         self.failure = None
+        self._learn_ends(consumer, items)
         changed: set[Key] = set()
         for item in items:
             if isinstance(item, Forget):
@@ -88,21 +91,49 @@ class CommitReader:
                 changed.add(item.key)
         return changed
 
+    def _learn_ends(self, consumer: KafkaConsumer, items: list[Commit | Forget]) -> None:
+        """The log ends of partitions committed to that the lag sampler has not read yet (a group's first
+        commits): one ListOffsets per leader, so that those commits count from the first."""
+        unknown = sorted({(i.topic, i.partition) for i in items if isinstance(i, Commit)} - set(self.ends))
+        if not unknown:
+            return
+        try:
+            found = consumer.end_offsets([TopicPartition(t, p) for t, p in unknown])
+        except (kafka.errors.KafkaError, OSError):
+            return  # their commits wait for the sampler's next read of the log ends
+        self.note_ends({(tp.topic, tp.partition): end for tp, end in found.items() if end is not None})
+
     def _follow(self) -> KafkaConsumer | None:
         if self._consumer is None:
             self._consumer = self.conn.own_consumer("commits")
             self._assigned = 0
         consumer = self._consumer
-        partitions = consumer.partitions_for_topic(OFFSETS_TOPIC)
+        partitions = consumer.partitions_for_topic(OFFSETS_TOPIC) or self._partitions()
         if not partitions:
-            consumer.poll(timeout_ms=0)  # the topic does not exist until a group first commits
+            self._absent = True  # the topic does not exist until a group first commits
             return None
         if len(partitions) != self._assigned:
             tps = [TopicPartition(OFFSETS_TOPIC, p) for p in sorted(partitions)]
             consumer.assign(tps)
-            consumer.seek_to_end(*tps)
+            if self._absent:
+                # Made since the reader looked (a new cluster's first commit made it): every commit is new.
+                consumer.seek_to_beginning(*tps)
+            else:
+                # Where the topic ends now, asked at once (a seek to the end would be resolved at some later
+                # poll, and the commits written in between lost).
+                for tp, end in consumer.end_offsets(tps).items():
+                    consumer.seek(tp, end)
             self._assigned = len(tps)
         return consumer
+
+    def _partitions(self) -> set[int]:
+        """The offsets topic's partitions, asked now (a new consumer's metadata knows no topic yet)."""
+
+        def ask(admin: Any) -> set[int]:
+            found = admin.describe_topics([OFFSETS_TOPIC])
+            return {p["partition_index"] for t in found if not t.get("error_code") for p in t.get("partitions", ())}
+
+        return self.conn.call(ask, "the offsets topic's partitions", retry=True)
 
     def _fail(self, exc: BaseException) -> None:
         self.failure = f"cannot read {OFFSETS_TOPIC}: {exc}"

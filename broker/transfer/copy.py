@@ -12,8 +12,8 @@ instead: at least once, a resumed copy may write again what came after the last 
 A record goes to the source's partition (``keep_partition``; the target needs at least as many), or, by key,
 where Kafka's Java producer would put it in the target (murmur2); a record without a key goes where the
 producer's own partitioner puts it. Its timestamp is kept (``keep_timestamp``) or given by the target.
-A header with a null value is written with an empty one: the Python client cannot send a null header value
-(``null_headers`` counts them).
+A header with a null value is written with an empty one, and a record with neither key nor value is left out
+(``null_headers`` and ``not_sent`` say so): the Python client can send neither.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ class CopyProgress:
     saved: dict[int, int] = field(default_factory=dict)  # the same at the last checkpoint: where a resume starts
     samples: list[dict[str, Any]] = field(default_factory=list)  # a dry run's first records, where each goes
     null_headers: int = 0
+    # Records with neither key nor value (partition:offset), which the Python client cannot send: left out.
+    not_sent: list[str] = field(default_factory=list)
     guarantee: str = ""  # "exactly-once" or "at-least-once"
     done: bool = False
     stopped: str | None = None  # "cancelled", or None when it went to the end
@@ -83,6 +85,8 @@ class CopyProgress:
             "saved_positions": {str(p): o for p, o in sorted(self.saved.items())},
             "samples": self.samples,
             "null_headers": self.null_headers,
+            "not_sent": self.not_sent[:100],
+            "not_sent_count": len(self.not_sent),
             "guarantee": self.guarantee,
             "done": self.done,
             "stopped": self.stopped,
@@ -149,9 +153,13 @@ class Writer:
         headers: Iterable[tuple[str, bytes | None]],
         partition: int | None,
         timestamp_ms: int | None,
-    ) -> None:
+    ) -> bool:
+        """False (nothing sent) for a record with neither key nor value: the Python client sends no such record."""
+        if key is None and value is None:
+            return False
         sent = [(name, v if v is not None else b"") for name, v in headers]
         self.producer.send(topic, value=value, key=key, headers=sent, partition=partition, timestamp_ms=timestamp_ms)
+        return True
 
     def checkpoint(self) -> None:
         """Everything sent so far is written (and, transactional, committed) when this returns."""
@@ -235,8 +243,9 @@ def run_copy(
             if writer is None:
                 if len(progress.samples) < SAMPLES:
                     progress.samples.append(_sample(message, partition, timestamp))
-            else:
-                writer.send(plan.to_topic, message.key, message.value, message.headers, partition, timestamp)
+            elif not writer.send(plan.to_topic, message.key, message.value, message.headers, partition, timestamp):
+                progress.not_sent.append(f"{message.partition}:{message.offset}")
+                continue
             progress.written += 1
             since_checkpoint += 1
             progress.positions[message.partition] = message.offset + 1

@@ -24,6 +24,7 @@ class ImportProgress:
     total: int = 0
     written: int = 0
     saved: int = 0  # records written at the last checkpoint: a resumed import starts after them
+    not_sent: int = 0  # records with neither key nor value: the Python client sends no such record
     guarantee: str = ""
     done: bool = False
     stopped: str | None = None
@@ -35,6 +36,7 @@ class ImportProgress:
             "total": self.total,
             "written": self.written,
             "saved": self.saved,
+            "not_sent": self.not_sent,
             "guarantee": self.guarantee,
             "done": self.done,
             "stopped": self.stopped,
@@ -82,7 +84,7 @@ def run_import(
                 progress.stopped = "cancelled"
                 break
             assert writer is not None
-            writer.send(
+            sent = writer.send(
                 topic,
                 r.key,
                 r.value,
@@ -90,6 +92,9 @@ def run_import(
                 target_partition(r.key, r.partition if keep_partition else None, partitions),
                 r.timestamp if keep_timestamp else None,
             )
+            if not sent:
+                progress.not_sent += 1
+                continue
             progress.written += 1
             since += 1
             if rate:

@@ -159,10 +159,9 @@ def run_redrive(
                 else None
             )
             headers = list(message.headers) if keep_error_headers else strip(message.headers, scheme)
-            if writer is not None:
-                writer.send(
-                    origin.topic, message.key, message.value, headers, target_partition(message.key, kept, count), None
-                )
+            placed = target_partition(message.key, kept, count)
+            if writer is not None and not writer.send(origin.topic, message.key, message.value, headers, placed, None):
+                continue  # neither key nor value: the Python client sends no such record
             label = f"{origin.topic}/{origin.partition if origin.partition is not None else '-'}"
             progress.by_origin[label] = progress.by_origin.get(label, 0) + 1
             progress.sent += 1

@@ -489,13 +489,13 @@ def test_a_cluster_that_does_not_answer_fires_the_built_in_rule_and_resolves_whe
         reset_for_tests()
 
     configure(f"127.0.0.1:{free_port()}")  # nothing listens there
-    sample_once()  # the round makes the built-in rules; the cluster does not answer
     admin = logged_in("admin")
+    # Listing the rules makes the built-in ones (as the first round would); the built-in rule gets a channel.
     built_in = [r for r in admin.get("/api/clusters/far/alerts/rules/").json()["rules"] if r["builtin"]]
     down = next(r for r in built_in if r["kind"] == "cluster_unreachable")
     hook = channel(admin, unique("hook"), receiver.url)
     AlertRule.objects.get(pk=down["id"]).channels.add(hook)
-    sample_once()
+    sample_once()  # the cluster does not answer: the round says so
     alerts.deliver_due()
     fired = receiver.of("firing", kind="cluster_unreachable")
     assert len(fired) == 1
