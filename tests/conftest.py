@@ -121,6 +121,9 @@ def kafka_cluster() -> Iterator[launcher.ClusterLayout]:
     try:
         yield layout
     finally:
+        from console.background import commit_watch
+
+        commit_watch.stop_all()  # the offsets topic's readers the tests' sampler rounds left open
         launcher.down(data, echo=lambda _: None)
 
 

@@ -148,11 +148,13 @@ def test_a_broker_gone_fires_and_resolves_on_restart_and_a_controller_change_fir
         alerts.deliver_due()
 
     look()
-    # The broker stopped is the active controller (a broker in ZooKeeper mode, a combined node in KRaft mode):
-    # its going moves the controller too.
     controller = replication_watch._last["local"].controller
     assert controller is not None
-    gone = str(controller)
+    # In ZooKeeper mode the broker stopped is the active controller, so its going moves the controller too; a
+    # KRaft cluster with controllers of their own has broker 1 stopped, and its active controller apart.
+    separate = controller in kafka_cluster.separate_controller_ids
+    broker = 1 if separate else controller
+    gone = str(broker)
     rule(
         admin,
         {"name": unique("gone"), "kind": "broker_gone", "broker": gone, "severity": "critical", "channels": [hook]},
@@ -160,16 +162,20 @@ def test_a_broker_gone_fires_and_resolves_on_restart_and_a_controller_change_fir
     rule(admin, {"name": unique("moved"), "kind": "controller_changed", "threshold": 600, "channels": [hook]})
     look()
     assert receiver.of("firing", kind="controller_changed") == []  # the controller it started with: no change
-    launcher.stop_broker(controller, kafka_cluster.data, echo=lambda _: None)
+    launcher.stop_broker(broker, kafka_cluster.data, echo=lambda _: None)
+    if separate:
+        launcher.stop_controller(controller, kafka_cluster.data, echo=lambda _: None)
     try:
         fired = until(f"broker {gone} gone", lambda: receiver.of("firing", broker=gone), step=look)
         assert fired[0]["severity"] == "critical"
         assert fired[0]["text"] == f"broker {gone} is not registered with the cluster"
         moved = until("the controller change", lambda: receiver.of("firing", kind="controller_changed"), step=look)
-        assert moved[0]["text"].startswith(f"the active controller changed from {gone} to ")
-        assert moved[0]["controller"] != gone
+        assert moved[0]["text"].startswith(f"the active controller changed from {controller} to ")
+        assert moved[0]["controller"] != str(controller)
     finally:
-        launcher.start_broker(controller, kafka_cluster.data, echo=lambda _: None)
+        if separate:
+            launcher.start_controller(controller, kafka_cluster.data, echo=lambda _: None)
+        launcher.start_broker(broker, kafka_cluster.data, echo=lambda _: None)
         wait_healthy()
     until(f"broker {gone} back", lambda: receiver.of("resolved", broker=gone), step=look)
     assert len(receiver.of("firing", broker=gone)) == 1

@@ -99,6 +99,7 @@ def test_every_page_below_a_section_draws_one_breadcrumb_from_that_section_and_t
         "Live tail",
         "ACLs",
         "Produce",
+        "Move data",
     ]
     # Pages below other sections: the section as the navigation names it, then the page.
     below = {
