@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
 
 from broker.errors import KazamiError
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 STALE_S = 30.0  # a running transfer with no heartbeat for this long is interrupted (its process ended)
 Report = Callable[[dict[str, Any]], None]
 Work = Callable[[threading.Event, Report], dict[str, Any]]
+T = TypeVar("T")
 
 
 def start(transfer: Transfer, work: Work, action: str, describe: Callable[[dict[str, Any]], str]) -> None:
@@ -34,20 +36,34 @@ def start(transfer: Transfer, work: Work, action: str, describe: Callable[[dict[
     thread.start()
 
 
+def retried(what: Callable[[], T], seconds: float = 10.0) -> T:
+    """``what()``, asked again for up to ``seconds`` while the database is locked (SQLite under other writers)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return what()
+        except OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _run(pk: int, work: Work, action: str, describe: Callable[[dict[str, Any]], str]) -> None:
     close_old_connections()
     cancel = threading.Event()
-    now = timezone.now()
-    Transfer.objects.filter(pk=pk).update(status=Transfer.RUNNING, started_at=now, heartbeat_at=now)
 
     def report(progress: dict[str, Any]) -> None:
-        Transfer.objects.filter(pk=pk).update(progress=progress, heartbeat_at=timezone.now())
-        if Transfer.objects.filter(pk=pk, cancel_requested_at__isnull=False).exists():
+        retried(lambda: Transfer.objects.filter(pk=pk).update(progress=progress, heartbeat_at=timezone.now()))
+        if retried(lambda: Transfer.objects.filter(pk=pk, cancel_requested_at__isnull=False).exists()):
             cancel.set()
 
     final: dict[str, Any] = {}
     status, error = Transfer.FAILED, ""
     try:
+        now = timezone.now()
+        retried(
+            lambda: Transfer.objects.filter(pk=pk).update(status=Transfer.RUNNING, started_at=now, heartbeat_at=now)
+        )
         final = work(cancel, report)
         error = str(final.get("error") or "")
         if error:
@@ -66,8 +82,8 @@ def _run(pk: int, work: Work, action: str, describe: Callable[[dict[str, Any]], 
             fields: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error[:4000]}
             if final:
                 fields["progress"] = final
-            Transfer.objects.filter(pk=pk).update(**fields)
-            _audit_end(pk, action, status, error, final, describe)
+            retried(lambda: Transfer.objects.filter(pk=pk).update(**fields))
+            retried(lambda: _audit_end(pk, action, status, error, final, describe))
         finally:
             connection.close()
 

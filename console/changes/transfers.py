@@ -126,8 +126,10 @@ def cancel(request: HttpRequest, transfer_id: int) -> Transfer:
         return transfer
 
     def change() -> Transfer:
-        Transfer.objects.filter(pk=transfer.pk, cancel_requested_at__isnull=True).update(
-            cancel_requested_at=timezone.now()
+        transfers.retried(
+            lambda: Transfer.objects.filter(pk=transfer.pk, cancel_requested_at__isnull=True).update(
+                cancel_requested_at=timezone.now()
+            )
         )
         transfer.refresh_from_db()
         return transfer
