@@ -271,7 +271,7 @@ def move_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
                 transfer = transfer_changes.start_redrive(request, cluster, topic, _redrive_body(request))
             else:
                 raise InvalidInput("Choose copy, import or redrive.")
-            return redirect("task-page", cluster=cluster, task=transfer.pk)
+            return redirect("task-page", cluster=cluster, topic=topic, task=transfer.pk)
         except KazamiError as exc:
             status, _code = status_of(exc)
             if status >= 500:
@@ -382,19 +382,19 @@ def _page_import(request: HttpRequest, cluster: str, topic: str) -> Transfer:
 
 @require_http_methods(["GET", "POST"])
 @page_view
-def task_page(request: HttpRequest, cluster: str, task: int) -> HttpResponse:
+def task_page(request: HttpRequest, cluster: str, topic: str, task: int) -> HttpResponse:
     """One run's progress (refreshed every second while it runs), with cancel and resume."""
     try:
-        found = Transfer.objects.get(pk=task, cluster=cluster)
+        found = Transfer.objects.get(pk=task, cluster=cluster, topic=topic)
     except Transfer.DoesNotExist:
-        raise NotFound(f"No task {task} on cluster {cluster!r}.") from None
+        raise NotFound(f"No task {task} of topic {topic!r} on cluster {cluster!r}.") from None
     if request.method == "POST":
         if request.POST.get("action") == "cancel":
             transfer_changes.cancel(request, task)
         elif request.POST.get("action") == "resume":
             resumed = transfer_changes.resume(request, task)
-            return redirect("task-page", cluster=cluster, task=resumed.pk)
-        return redirect("task-page", cluster=cluster, task=task)
+            return redirect("task-page", cluster=cluster, topic=topic, task=resumed.pk)
+        return redirect("task-page", cluster=cluster, topic=topic, task=task)
     found = transfers.settled(found)
     context = {
         "cluster": cluster,

@@ -283,3 +283,54 @@ def test_the_console_shows_a_secure_cluster_from_a_clusters_file_without_its_pas
     for response in (refused, refused_page):
         assert wrong not in response.content.decode()
         assert user.password not in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_topic_is_copied_to_the_secure_cluster_byte_for_byte(
+    listener: launcher.SecureListener,
+    kafka_cluster: launcher.ClusterLayout,
+    clusters_reset: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    connect: Any,
+) -> None:
+    from tests.conftest import logged_in
+    from tests.integration.kafka_helpers import create_topic, produce, unique
+    from tests.integration.test_transfers import wait_task
+
+    user = listener.user_for("SCRAM-SHA-512")
+    file = tmp_path / "clusters.toml"  # beside the test cluster, `local` (KAFKA_BOOTSTRAP_SERVERS)
+    file.write_text(
+        "[clusters.secure]\n"
+        f'bootstrap_servers = ["127.0.0.1:{SECURE_PORT}"]\n'
+        'security_protocol = "SASL_SSL"\n'
+        'sasl_mechanism = "SCRAM-SHA-512"\n'
+        f'sasl_username = "{user.name}"\n'
+        'sasl_password_env = "SECURE_TEST_PASSWORD"\n'
+        f'ssl_cafile = "{listener.ca}"\n'
+        f'ssl_certfile = "{listener.client_cert}"\n'
+        f'ssl_keyfile = "{listener.client_key}"\n'
+    )
+    monkeypatch.setenv("KAZAMI_CLUSTERS_FILE", str(file))
+    monkeypatch.setenv("SECURE_TEST_PASSWORD", user.password)
+    from console.config.clusters import reset_for_tests
+
+    reset_for_tests()
+    source = create_topic(unique("to-secure"), partitions=1)
+    records = [(b"k%d" % i, b"v%d" % i if i % 5 else None) for i in range(50)]
+    produce(source, records, partition=0, headers=[("h", b"x"), ("h", b"y")])
+    secure = connect(listener.client_config("SCRAM-SHA-512"))
+    target = f"copied-{secrets.token_hex(3)}"
+    do_create_topic(secure, target, 1, 1)
+
+    operator = logged_in("operator")
+    started = operator.post(
+        f"/api/clusters/local/topics/{source}/copy/", {"to_topic": target, "to_cluster": "secure"}, "application/json"
+    )
+    assert started.status_code == 202, started.content
+    done = wait_task(operator, started.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["written"] == 50
+    page = messages.get_page(secure, target, 0, limit=100)
+    copied = [(m.key, m.value, m.headers) for m in page.messages if m.control is None]
+    assert copied == [(k, v, [("h", b"x"), ("h", b"y")]) for k, v in records]
