@@ -35,7 +35,7 @@ SOURCE = bench_search.TOPIC
 PARTITIONS = bench_search.PARTITIONS
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
-USER, PASSWORD = "bench-operator", "bench-operator-password-1"
+USER, PASSWORD = "bench-operator", "kz-copies-7Qe!wR"
 
 
 def _admin() -> KafkaAdminClient:
@@ -78,9 +78,9 @@ def pipe(admin: KafkaAdminClient, records: int) -> float:
             "--from-beginning",
             "--max-messages",
             str(records),
-            "--property",
+            "--formatter-property",
             "print.key=true",
-            "--property",
+            "--formatter-property",
             "key.separator=\t",
         ),
         stdout=subprocess.PIPE,
@@ -93,9 +93,9 @@ def pipe(admin: KafkaAdminClient, records: int) -> float:
             server,
             "--topic",
             target,
-            "--property",
+            "--reader-property",
             "parse.key=true",
-            "--property",
+            "--reader-property",
             "key.separator=\t",
             "--compression-codec",
             "lz4",
@@ -105,9 +105,11 @@ def pipe(admin: KafkaAdminClient, records: int) -> float:
         timeout=1800,
         check=False,
     )
+    if producer.returncode != 0:
+        consumer.kill()
+        raise RuntimeError(f"kafka-console-producer failed: {producer.stderr[-2000:]!r}")
     consumer.wait(timeout=60)
     took = time.perf_counter() - started
-    assert producer.returncode == 0, producer.stderr[-2000:]
     copied = _held(admin, target)
     admin.delete_topics([target])
     assert copied == records, f"the pipe copied {copied} of {records}"
