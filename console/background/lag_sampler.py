@@ -29,7 +29,7 @@ from console.present.lag import verdicts
 
 log = logging.getLogger(__name__)
 LEASE = "lag-sampler"
-COMMIT_PUMP_S = 1.0  # how often the lease holder reads new commits between rounds
+COMMIT_PUMP_S = 2.0  # how often the lease holder reads new commits between rounds (each read is a database write)
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
@@ -116,7 +116,7 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
 
 def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
     """Sample at every interval while this process holds the lease (and ask for it once an interval when not);
-    in between, the holder reads new commits from the offsets topics about once a second."""
+    in between, the holder reads new commits from the offsets topics every COMMIT_PUMP_S seconds."""
     while not stop.is_set():
         holding = False
         try:
@@ -129,7 +129,9 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
         except Exception:
             log.exception("lag sampler round failed")
         next_round = time.monotonic() + settings.KAZAMI_LAG_SAMPLE_INTERVAL
-        while holding and commit_watch.enabled() and not stop.is_set() and next_round - time.monotonic() > 1.0:
+        while (
+            holding and commit_watch.enabled() and not stop.is_set() and next_round - time.monotonic() > COMMIT_PUMP_S
+        ):
             stop.wait(COMMIT_PUMP_S)
             try:
                 commit_watch.pump_all()
