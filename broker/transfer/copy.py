@@ -4,7 +4,7 @@ for byte, in each source partition's order.
 The records are read with the console's own fetches (broker.messages.scan, the search's reader: every
 partition's range in offset order, markers and aborted records left out) and written with a producer of the
 target cluster's own (acks=all, idempotent, batched). Exactly-once where the target allows it: a transactional
-producer commits a transaction every ``CHECKPOINT_RECORDS`` records or ``CHECKPOINT_S`` seconds, and the
+producer commits a transaction at every checkpoint (broker.transfer.progress: 20,000 records or a second), and the
 position saved with each commit is where a resumed copy starts, so nothing is written twice. Where it does not
 (``exactly_once=False``, or a cluster that refuses transactions), the producer flushes at each checkpoint
 instead: at least once, a resumed copy may write again what came after the last checkpoint.
@@ -19,7 +19,6 @@ A header with a null value is written with an empty one, and a record with neith
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +32,10 @@ from broker.messages.log import Message
 from broker.messages.partitioners import murmur2_partition
 from broker.messages.scan import ScanRange, scan
 from broker.topics.read import get_topic_partitions
+from broker.transfer.progress import Pace, Reporter, RunProgress
 
 __all__ = ["CopyPlan", "CopyProgress", "Writer", "plan_targets", "run_copy", "shift_ranges"]
 
-CHECKPOINT_RECORDS = 20_000
-CHECKPOINT_S = 1.0
 SAMPLES = 10  # records a dry run shows
 
 
@@ -60,39 +58,25 @@ class CopyPlan:
 
 
 @dataclass
-class CopyProgress:
-    total: int = 0
+class CopyProgress(RunProgress):
     read: int = 0  # records read (those the filter passed over included)
-    written: int = 0  # records sent (a dry run: that would be sent)
     positions: dict[int, int] = field(default_factory=dict)  # source partition -> next offset to read
     saved: dict[int, int] = field(default_factory=dict)  # the same at the last checkpoint: where a resume starts
     samples: list[dict[str, Any]] = field(default_factory=list)  # a dry run's first records, where each goes
     null_headers: int = 0
     # Records with neither key nor value (partition:offset), which the Python client cannot send: left out.
     not_sent: list[str] = field(default_factory=list)
-    guarantee: str = ""  # "exactly-once" or "at-least-once"
-    done: bool = False
-    stopped: str | None = None  # "cancelled", or None when it went to the end
-    error: str | None = None
-    elapsed: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "total": self.total,
+            **super().as_dict(),
             "read": self.read,
-            "written": self.written,
             "positions": {str(p): o for p, o in sorted(self.positions.items())},
             "saved_positions": {str(p): o for p, o in sorted(self.saved.items())},
             "samples": self.samples,
             "null_headers": self.null_headers,
             "not_sent": self.not_sent[:100],
             "not_sent_count": len(self.not_sent),
-            "guarantee": self.guarantee,
-            "done": self.done,
-            "stopped": self.stopped,
-            "error": self.error,
-            "elapsed_s": round(self.elapsed, 3),
-            "records_per_s": round(self.written / self.elapsed, 1) if self.elapsed > 0 else None,
         }
 
 
@@ -203,27 +187,18 @@ def run_copy(
         positions={r.partition: r.start for r in plan.ranges if r.readable},
     )
     progress.saved = dict(progress.positions)
-    started = time.monotonic()
-    last_report = started
     writer: Writer | None = None
     if not plan.dry_run:
         writer = Writer(target, "copy", transactional_id if plan.exactly_once else None)
     progress.guarantee = "exactly-once" if writer is not None and writer.transactional else "at-least-once"
-
-    def report(force: bool = False) -> None:
-        nonlocal last_report
-        now = time.monotonic()
-        if on_progress is not None and (force or now - last_report >= progress_every_s):
-            last_report = now
-            progress.elapsed = now - started
-            on_progress(progress)
+    pace = Pace(plan.rate)
+    report = Reporter(progress, pace, on_progress, progress_every_s)
 
     def on_scan(scanned: Any) -> None:  # also while the filter passes nothing: the run is alive
         progress.read = scanned.scanned
         progress.positions = dict(scanned.positions)
         report()
 
-    last_checkpoint, since_checkpoint = started, 0
     try:
         for message in scan(
             source,
@@ -247,17 +222,10 @@ def run_copy(
                 progress.not_sent.append(f"{message.partition}:{message.offset}")
                 continue
             progress.written += 1
-            since_checkpoint += 1
             progress.positions[message.partition] = message.offset + 1
-            if plan.rate:
-                ahead = started + progress.written / plan.rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-            now = time.monotonic()
-            if writer is not None and (since_checkpoint >= CHECKPOINT_RECORDS or now - last_checkpoint >= CHECKPOINT_S):
+            if pace.one_more(progress.written) and writer is not None:
                 writer.checkpoint()
                 progress.saved = dict(progress.positions)
-                last_checkpoint, since_checkpoint = now, 0
             report()
         if cancel is not None and cancel.is_set():
             progress.stopped = "cancelled"

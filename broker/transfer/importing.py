@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,37 +12,20 @@ import kafka.errors
 
 from broker.client.connection import ClusterConnection
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
-from broker.transfer.copy import CHECKPOINT_RECORDS, CHECKPOINT_S, Writer, target_partition
+from broker.transfer.copy import Writer, target_partition
+from broker.transfer.progress import Pace, Reporter, RunProgress
 from broker.transfer.records import Record
 
 __all__ = ["ImportProgress", "check_partitions", "run_import"]
 
 
 @dataclass
-class ImportProgress:
-    total: int = 0
-    written: int = 0
+class ImportProgress(RunProgress):
     saved: int = 0  # records written at the last checkpoint: a resumed import starts after them
     not_sent: int = 0  # records with neither key nor value: the Python client sends no such record
-    guarantee: str = ""
-    done: bool = False
-    stopped: str | None = None
-    error: str | None = None
-    elapsed: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "written": self.written,
-            "saved": self.saved,
-            "not_sent": self.not_sent,
-            "guarantee": self.guarantee,
-            "done": self.done,
-            "stopped": self.stopped,
-            "error": self.error,
-            "elapsed_s": round(self.elapsed, 3),
-            "records_per_s": round(self.written / self.elapsed, 1) if self.elapsed > 0 else None,
-        }
+        return {**super().as_dict(), "saved": self.saved, "not_sent": self.not_sent}
 
 
 def check_partitions(records: list[Record], partitions: int, keep_partition: bool) -> None:
@@ -73,11 +55,10 @@ def run_import(
     progress_every_s: float = 0.5,
 ) -> ImportProgress:
     progress = ImportProgress(total=len(records))
-    started = time.monotonic()
-    last_report = last_checkpoint = started
-    since = 0
     writer: Writer | None = Writer(target, "import", transactional_id)
     progress.guarantee = "exactly-once" if writer is not None and writer.transactional else "at-least-once"
+    pace = Pace(rate)
+    report = Reporter(progress, pace, on_progress, progress_every_s)
     try:
         for r in records:
             if cancel is not None and cancel.is_set():
@@ -96,19 +77,10 @@ def run_import(
                 progress.not_sent += 1
                 continue
             progress.written += 1
-            since += 1
-            if rate:
-                ahead = started + progress.written / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-            now = time.monotonic()
-            if since >= CHECKPOINT_RECORDS or now - last_checkpoint >= CHECKPOINT_S:
+            if pace.one_more(progress.written):
                 writer.checkpoint()
-                progress.saved, last_checkpoint, since = progress.written, now, 0
-            if on_progress is not None and now - last_report >= progress_every_s:
-                last_report = now
-                progress.elapsed = now - started
-                on_progress(progress)
+                progress.saved = progress.written
+            report()
         if writer is not None:
             writer.close()
             writer = None
@@ -121,7 +93,5 @@ def run_import(
         if writer is not None:
             writer.abandon()
         progress.done = True
-        progress.elapsed = time.monotonic() - started
-        if on_progress is not None:
-            on_progress(progress)
+        report(force=True)
     return progress

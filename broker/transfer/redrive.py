@@ -5,7 +5,6 @@ cluster allows it (as copies are)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +16,9 @@ from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
 from broker.messages.log import Message
 from broker.messages.scan import ScanRange, scan
 from broker.topics.read import get_topic_partitions
-from broker.transfer.copy import CHECKPOINT_RECORDS, CHECKPOINT_S, Writer, target_partition
+from broker.transfer.copy import Writer, target_partition
 from broker.transfer.dead_letters import CONNECT, KNOWN, SPRING, Scheme, origin_of
+from broker.transfer.progress import Pace, Reporter, RunProgress
 
 __all__ = ["RedriveProgress", "run_redrive", "scheme_named", "strip"]
 
@@ -51,37 +51,24 @@ def strip(headers: Sequence[tuple[str, bytes | None]], scheme: Scheme) -> list[t
 
 
 @dataclass
-class RedriveProgress:
-    total: int = 0
+class RedriveProgress(RunProgress):
     read: int = 0
-    sent: int = 0
     by_origin: dict[str, int] = field(default_factory=dict)  # "topic/partition" -> records sent (would be)
     unnamed: int = 0  # records that name no origin (left where they are)
     missing_topics: list[str] = field(default_factory=list)  # origins that are no topic of the cluster now
     positions: dict[int, int] = field(default_factory=dict)
     saved: dict[int, int] = field(default_factory=dict)
-    guarantee: str = ""
-    done: bool = False
-    stopped: str | None = None
-    error: str | None = None
-    elapsed: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "total": self.total,
+            **super().as_dict(),
             "read": self.read,
-            "sent": self.sent,
-            "written": self.sent,
+            "sent": self.written,
             "by_origin": dict(sorted(self.by_origin.items())),
             "unnamed": self.unnamed,
             "missing_topics": self.missing_topics,
             "positions": {str(p): o for p, o in sorted(self.positions.items())},
             "saved_positions": {str(p): o for p, o in sorted(self.saved.items())},
-            "guarantee": self.guarantee,
-            "done": self.done,
-            "stopped": self.stopped,
-            "error": self.error,
-            "elapsed_s": round(self.elapsed, 3),
         }
 
 
@@ -108,10 +95,10 @@ def run_redrive(
     )
     progress.saved = dict(progress.positions)
     counts: dict[str, int | None] = {}  # origin topic -> its partitions (None: no such topic)
-    started = last_report = last_checkpoint = time.monotonic()
-    since = 0
     writer = None if dry_run else Writer(conn, "redrive", transactional_id)
     progress.guarantee = "exactly-once" if writer is not None and writer.transactional else "at-least-once"
+    pace = Pace(rate)
+    report = Reporter(progress, pace, on_progress)
 
     def partitions_of(name: str) -> int | None:
         if name not in counts:
@@ -121,13 +108,6 @@ def run_redrive(
                 counts[name] = None
                 progress.missing_topics.append(name)
         return counts[name]
-
-    def report(force: bool = False) -> None:
-        nonlocal last_report
-        now = time.monotonic()
-        if on_progress is not None and (force or now - last_report >= 0.5):
-            last_report, progress.elapsed = now, now - started
-            on_progress(progress)
 
     try:
         for message in scan(
@@ -164,16 +144,10 @@ def run_redrive(
                 continue  # neither key nor value: the Python client sends no such record
             label = f"{origin.topic}/{origin.partition if origin.partition is not None else '-'}"
             progress.by_origin[label] = progress.by_origin.get(label, 0) + 1
-            progress.sent += 1
-            since += 1
-            if rate:
-                ahead = started + progress.sent / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-            now = time.monotonic()
-            if writer is not None and (since >= CHECKPOINT_RECORDS or now - last_checkpoint >= CHECKPOINT_S):
+            progress.written += 1
+            if pace.one_more(progress.written) and writer is not None:
                 writer.checkpoint()
-                progress.saved, last_checkpoint, since = dict(progress.positions), now, 0
+                progress.saved = dict(progress.positions)
             report()
         if cancel is not None and cancel.is_set():
             progress.stopped = "cancelled"
@@ -191,9 +165,7 @@ def run_redrive(
         if writer is not None:
             writer.abandon()
         progress.done = True
-        progress.elapsed = time.monotonic() - started
-        if on_progress is not None:
-            on_progress(progress)
+        report(force=True)
     return progress
 
 
