@@ -18,7 +18,7 @@ from broker.messages.read import check_isolation
 from broker.messages.scan import plan_scan
 from broker.times import parse_time
 from broker.topics.read import get_topic_partitions
-from broker.transfer.export import export_lines
+from broker.transfer.export import export_avro, export_lines
 from broker.transfer.records import FORMATS, parse
 from broker.transfer.redrive import scheme_named, survey
 from console.background import transfers
@@ -77,8 +77,8 @@ def api_export(request: HttpRequest, cluster: str, topic: str) -> Any:
     """The records of a range (partitions, from and to as offsets or times, a filter) as a file, streamed."""
     conn = get_connection(cluster)
     fmt = request.GET.get("format", "jsonl")
-    if fmt not in ("jsonl", "csv"):
-        raise InvalidInput(f"format must be jsonl or csv, not {fmt[:20]!r}.")
+    if fmt not in ("jsonl", "csv", "avro"):
+        raise InvalidInput(f"format must be jsonl, csv or avro, not {fmt[:20]!r}.")
     isolation = check_isolation(request.GET.get("isolation"))
     partitions = _partitions(request.GET.get("partitions"))
     start_ms, stop_ms = _time(request, "since"), _time(request, "until")
@@ -99,9 +99,14 @@ def api_export(request: HttpRequest, cluster: str, topic: str) -> Any:
     masker = masker_for(request.user, cluster, topic)
     predicate = predicate_for(query, masker, decoding_for(cluster, topic).registry)
     most = int_param(request, "max", 10_000_000, minimum=1, maximum=100_000_000) or 10_000_000
-    lines = export_lines(conn, topic, ranges, fmt, predicate, masker.message, most, isolation)
-    content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
-    response = StreamingHttpResponse(lines, content_type=content_type)
+    chunks: Any
+    if fmt == "avro":
+        chunks = export_avro(conn, topic, ranges, predicate, masker.message, most, isolation)
+        content_type = "application/avro"
+    else:
+        chunks = export_lines(conn, topic, ranges, fmt, predicate, masker.message, most, isolation)
+        content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
+    response = StreamingHttpResponse(chunks, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{topic}.{fmt}"'
     return response
 

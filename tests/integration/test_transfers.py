@@ -142,6 +142,17 @@ def test_export_then_import_round_trips_every_byte_and_a_bad_line_is_refused(ope
     assert len(lines) == 120
     assert json.loads(lines[0])["headers"][0] == {"name": "trace", "value": "t0", "encoding": "text"}
 
+    avro = operator.get(f"/api/clusters/local/topics/{source}/export/", {"format": "avro", "partitions": "1"})
+    assert avro.status_code == 200
+    import io
+
+    import fastavro
+
+    read_back: list[Any] = list(fastavro.reader(io.BytesIO(b"".join(avro.streaming_content))))  # type: ignore[attr-defined]
+    assert [
+        (r["key"], r["value"], [(h["name"], h["value"]) for h in r["headers"]], r["timestamp"]) for r in read_back
+    ] == [(k, v, list(h), t) for k, v, h, t in read_all(source)[1]]
+
     target = create_topic(unique("ex-dst"), partitions=2)
     upload = SimpleUploadedFile("records.jsonl", text.encode())
     preview = operator.post(
