@@ -130,7 +130,7 @@ def keep_out_of_logs(*secrets: str) -> None:
 CONSUMER_OPTIONS: dict[str, dict[str, int]] = {
     "reader": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 1024 * 1024},
     # Following the offsets topic (broker.groups.commit_reader): small records, many partitions.
-    "commits": {"fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 256 * 1024},
+    "commits": {"fetch_max_wait_ms": 500, "max_partition_fetch_bytes": 256 * 1024},
 }
 
 

@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CommitReader"]
 
-# A pump's first poll waits this long at least: a fetch to the brokers and back (the consumer's fetches wait 100 ms
-# at most for records to come).
-FIRST_POLL_MS = 250
-
 
 class CommitReader:
     """The offsets topic of one cluster, read from where the reader started; not thread-safe (one caller)."""
@@ -70,24 +66,17 @@ class CommitReader:
             if consumer is None:
                 return set()
             items: list[Commit | Forget] = []
-            # Between pumps the partitions are paused: an idle console sends no fetch (it asked the brokers
-            # several times a second, and cost them and itself a share of a core, when the consumer fetched on).
-            assigned = list(consumer.assignment())
-            consumer.resume(*assigned)
-            try:
-                first = True
-                while len(items) < self.most_per_pump:
-                    batch = consumer.poll(timeout_ms=max(wait_ms, FIRST_POLL_MS) if first else 0, max_records=10_000)
-                    first = False
-                    if not batch:
-                        break
-                    for records in batch.values():
-                        for record in records:
-                            item = parse(record.key, record.value)
-                            if item is not None:
-                                items.append(item)
-            finally:
-                consumer.pause(*assigned)
+            first = True
+            while len(items) < self.most_per_pump:
+                batch = consumer.poll(timeout_ms=wait_ms if first else 0, max_records=10_000)
+                first = False
+                if not batch:
+                    break
+                for records in batch.values():
+                    for record in records:
+                        item = parse(record.key, record.value)
+                        if item is not None:
+                            items.append(item)
         except (kafka.errors.KafkaError, KazamiError, OSError) as exc:
             self._fail(exc)
             return set()

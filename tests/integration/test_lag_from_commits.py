@@ -27,7 +27,7 @@ from tests.integration.test_lag_status import api_end
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
 
 WINDOW = 5
-EVERY = 1.2  # seconds between a group's commits (Burrow keeps commits at least a second apart)
+EVERY = 2.0  # seconds between a group's commits (Burrow keeps commits at least a second apart)
 
 
 @pytest.fixture
