@@ -12,8 +12,23 @@ import pytest
 
 from broker.demo import tasks
 from tests.conftest import BOOTSTRAP
+from tests.integration.kafka_helpers import until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.browser]
+
+
+def _has_group(group: str) -> bool:
+    import kafka.errors
+
+    from tests.integration.kafka_helpers import admin
+
+    client = admin()
+    try:
+        return bool(client.list_group_offsets(group))  # it has committed: the groups list shows it
+    except kafka.errors.KafkaError:
+        return False  # its coordinator is still being found
+    finally:
+        client.close()
 
 
 def total_lag(page: Any) -> int:
@@ -25,6 +40,8 @@ def test_the_task_queue_lag_rises_on_the_page_without_a_reload(console_url: str,
     demo = threading.Thread(target=tasks.run, args=(BOOTSTRAP.split(","), None, 0, lambda _: None, stop), daemon=True)
     demo.start()
     try:
+        # The demo's workers join their group first (on a KRaft cluster a CI run once took over a minute there).
+        until("the demo's group", lambda: _has_group(tasks.GROUP), timeout=120)
         page.goto(f"{console_url}/clusters/local/groups/")
         page.locator(f'#groups-table tr[data-group="{tasks.GROUP}"]').wait_for(timeout=60_000)
         page.screenshot(path=str(artifacts / "groups.png"), full_page=True)
