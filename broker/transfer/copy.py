@@ -271,9 +271,6 @@ def run_copy(
         progress.saved = dict(progress.positions)
     except (kafka.errors.KafkaError, KazamiError) as exc:
         progress.error = _reason(exc)
-        if writer is not None:
-            writer.abandon()
-            writer = None
         if isinstance(exc, KazamiError) and not isinstance(exc, ClusterUnavailable):
             raise
     finally:
