@@ -36,9 +36,9 @@ from kafka.record import MemoryRecords
 from broker.client.connection import ClusterConnection, send_request
 from broker.errors import ClusterUnavailable, KafkaRefused, TopicNotFound
 from broker.segments.findings import Finding
-from broker.segments.model import Record
+from broker.segments.model import Batch, Record
 from broker.segments.records import ENTRY_PREFIX as _ENTRY_PREFIX
-from broker.segments.records import decode_v2_records, read_v2, v2_payload
+from broker.segments.records import V2Batch, decode_v2_records, read_v2, v2_payload
 
 ISOLATIONS = ("read_uncommitted", "read_committed")
 K = TypeVar("K")
@@ -297,10 +297,13 @@ class PartitionLog:
         pass_over: PassOver | None = None,
         ahead: bool = False,
         primed: Future[_Fetched | None] | None = None,
+        take: Take | None = None,
     ) -> Generator[Message | Passed, None, None]:
         """:meth:`entries`, where ``pass_over`` may pass over whole batches of records below the LSO that lie
         within ``offset`` and ``stop`` (each a Passed, in its place in offset order). With ``ahead`` (a scan of
-        many records), the next fetch below the LSO is sent while the records of the last one are read."""
+        many records), the next fetch below the LSO is sent while the records of the last one are read.
+        ``take`` is offered every batch of records below the LSO, within the range, that no transaction aborted,
+        as it came (still compressed): a batch it takes is a Passed too, its records not decoded."""
         self.timed_out = False
         skip = None
         if pass_over is not None:
@@ -308,12 +311,18 @@ class PartitionLog:
             def skip(first: int, last: int, count: int, payload: bytes) -> bool:
                 return first >= offset and last < stop and pass_over(first, last, count, payload)
 
+        taking = None
+        if take is not None:
+
+            def taking(batch: V2Batch) -> bool:
+                return batch.base_offset >= offset and batch.last_offset < stop and take(batch)
+
         # The fetch sent ahead: (its offset, its answer; None: ask again).
         box: list[tuple[int, Future[_Fetched | None]] | None] = [None]
         if primed is not None:
             box[0] = (self._primed_at, primed)
         try:
-            yield from self._walk_from(offset, stop, deadline, skip, ahead, box)
+            yield from self._walk_from(offset, stop, deadline, skip, ahead, box, taking)
         finally:
             sent = box[0]
             if sent is not None:
@@ -327,6 +336,7 @@ class PartitionLog:
         skip: PassOver | None,
         ahead: bool,
         box: list[tuple[int, Future[_Fetched | None]] | None],
+        take: Take | None = None,
     ) -> Generator[Message | Passed, None, None]:
         """The walk of :meth:`walk`; ``box`` holds the fetch sent ahead, if any, for the caller to drop."""
         position = offset
@@ -349,8 +359,9 @@ class PartitionLog:
                 if following is not None and following < min(stop, fetched.last_stable_offset):
                     box[0] = (following, _AHEAD.submit(self._fetch, following, _READ_COMMITTED))
             moved = False
+            below = isolation == _READ_COMMITTED
             for entry, next_position in self._unpack(
-                fetched, isolation, skip if isolation == _READ_COMMITTED else None
+                fetched, isolation, skip if below else None, take if below else None
             ):
                 position, moved = next_position, True
                 if isinstance(entry, Passed):
@@ -405,9 +416,9 @@ class PartitionLog:
             yield replace(held, transaction="open") if held.transaction == "?" else held
 
     def _unpack(
-        self, fetched: _Fetched, isolation: int, pass_over: PassOver | None = None
+        self, fetched: _Fetched, isolation: int, pass_over: PassOver | None = None, take: Take | None = None
     ) -> Iterator[tuple[Message | Passed | None, int]]:
-        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over)
+        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over, take)
 
 
 def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
@@ -435,6 +446,9 @@ class Passed:
 # Asked of each batch of records: (first offset, last offset, records, the records' bytes uncompressed) ->
 # True to pass over the batch unread (Passed).
 PassOver = Callable[[int, int, int, bytes], bool]
+# Offered each batch of records (magic 2) below the LSO that no transaction aborted, still compressed: True when
+# the reader took it whole (a copy writing it as it is), and it is then a Passed, its records not decoded.
+Take = Callable[[V2Batch], bool]
 
 
 def _unpack(
@@ -444,13 +458,15 @@ def _unpack(
     aborted_list: list[tuple[int, int]],
     isolation: int,
     pass_over: PassOver | None = None,
+    take: Take | None = None,
 ) -> Iterator[tuple[Message | Passed | None, int]]:
     """(entry, offset after it) for each record and marker of a fetch answer; (None, next offset) after
     each batch of records (one emptied by compaction yields only that). Fates below the LSO come from the
     answer's aborted list; above it (read_uncommitted), transactional records carry "?" until settled.
 
     Batches of the current format (magic 2) are read by the project's own record reader (broker.segments),
-    older ones by kafka-python's. With ``pass_over``, a batch of records it accepts is yielded as one Passed."""
+    older ones by kafka-python's. With ``pass_over``, a batch of records it accepts is yielded as one Passed;
+    with ``take``, so is a batch it takes, before it is decompressed."""
     aborted = deque(sorted(aborted_list, key=lambda t: t[1]))
     aborting: set[int] = set()
     view = memoryview(batches)
@@ -478,11 +494,9 @@ def _unpack(
         if isolation == _READ_COMMITTED and producer is not None:
             while aborted and aborted[0][1] <= batch.last_offset:
                 aborting.add(aborted.popleft()[0])
-        payload = v2_payload(batch, _MAX_RECORDS_BYTES, findings)
-        if payload is None:
-            raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
         next_offset = batch.last_offset + 1
         if batch.is_control:
+            payload = _payload(topic, partition, batch, findings)
             for record in decode_v2_records(payload, batch, None, None, findings):
                 kind = "abort" if record.control_type == "ABORT" else "commit"
                 if kind == "abort":
@@ -495,6 +509,10 @@ def _unpack(
         elif batch.is_transactional:
             fate = "aborted" if producer in aborting else "committed"
         count = batch.count or 0
+        if take is not None and fate != "?" and fate != "aborted" and take(cast(V2Batch, batch)):
+            yield Passed(batch.base_offset, batch.last_offset, count), next_offset
+            continue
+        payload = _payload(topic, partition, batch, findings)
         if pass_over is not None and fate != "?" and pass_over(batch.base_offset, batch.last_offset, count, payload):
             yield Passed(batch.base_offset, batch.last_offset, count), next_offset
             continue
@@ -505,6 +523,14 @@ def _unpack(
             yield _entry(topic, partition, record, fate, None, producer, epoch), record.offset + 1
         # A batch emptied by compaction keeps its offsets: reading goes on after its last one.
         yield None, next_offset
+
+
+def _payload(topic: str, partition: int, batch: Batch, findings: list[Finding]) -> bytes:
+    """A batch's records, decompressed; raises ClusterUnavailable when they cannot be."""
+    payload = v2_payload(batch, _MAX_RECORDS_BYTES, findings)
+    if payload is None:
+        raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
+    return payload
 
 
 def _after_batches(batches: bytes) -> int | None:

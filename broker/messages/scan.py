@@ -3,6 +3,7 @@ the messages of a key where its partitioners put it (find_by_key)."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from broker.messages.log import Message, OffsetOutOfRange, PartitionLog, Passed,
 from broker.messages.partitioners import CHOICES, PARTITIONERS, placements
 from broker.messages.query_terms import FilterTimeSpent
 from broker.messages.read import _offset_for_time, _pick, _readable, _reading
+from broker.segments.records import V2Batch
 from broker.topics.read import PartitionInfo, get_topic_partitions
 
 
@@ -128,6 +130,7 @@ def scan(
     isolation: str = "read_uncommitted",
     report_seconds: float | None = None,
     probe: Probe | None = None,
+    take: Callable[[int, V2Batch], bool] | None = None,
 ) -> Iterator[Message]:
     """Yield the records of ``ranges`` that satisfy ``predicate``, partition by partition, each labelled
     with its transaction's fate; read_committed, only those such a consumer is given.
@@ -141,6 +144,10 @@ def scan(
     With ``probe`` (broker.messages.filtering.probe_for: texts one of which every match holds), batches of
     records holding none are passed over undecoded, and records holding none are not given to ``predicate``;
     they are counted as read all the same.
+
+    ``take`` (a copy) is offered each batch of records (partition, batch) below the LSO that no transaction
+    aborted and that lies within its range, still compressed; a batch it takes is counted as read, and its
+    records are neither decoded nor yielded.
     """
     progress = ScanProgress(
         total=sum(r.stop - r.start for r in ranges if r.readable),
@@ -178,7 +185,8 @@ def scan(
             for r in ranges:
                 log = PartitionLog(conn, topic, r.partition, r.leader)
                 passing = probe.pass_over(budget) if probe is not None else None
-                for message in log.walk(r.start, r.stop, deadline, passing, ahead=True):
+                taking = functools.partial(take, r.partition) if take is not None else None
+                for message in log.walk(r.start, r.stop, deadline, passing, ahead=True, take=taking):
                     if isinstance(message, Passed):
                         progress.scanned += message.count
                         progress.positions[r.partition] = message.last + 1

@@ -2,8 +2,10 @@
 for byte, in each source partition's order.
 
 The records are read with the console's own fetches (broker.messages.scan, the search's reader: every
-partition's range in offset order, markers and aborted records left out) and written with a producer of the
-target cluster's own (acks=all, idempotent, batched). Exactly-once where the target allows it: a transactional
+partition's range in offset order; what a read_committed consumer is given: markers, aborted records and those of
+transactions still open left out) and written with a producer of the target cluster's own (acks=all, idempotent,
+batched). A copy keeping partitions and timestamps, without a filter or a rate, writes the source's record batches
+whole, still compressed (broker.transfer.batches): nothing is decoded or built again, which is most of the speed. Exactly-once where the target allows it: a transactional
 producer commits a transaction at every checkpoint (broker.transfer.progress: 20,000 records or a second), and the
 position saved with each commit is where a resumed copy starts, so nothing is written twice. Where it does not
 (``exactly_once=False``, or a cluster that refuses transactions), the producer flushes at each checkpoint
@@ -12,8 +14,9 @@ instead: at least once, a resumed copy may write again what came after the last 
 A record goes to the source's partition (``keep_partition``; the target needs at least as many), or, by key,
 where Kafka's Java producer would put it in the target (murmur2); a record without a key goes where the
 producer's own partitioner puts it. Its timestamp is kept (``keep_timestamp``) or given by the target.
-A header with a null value is written with an empty one, and a record with neither key nor value is left out
-(``null_headers`` and ``not_sent`` say so): the Python client can send neither.
+Records taken apart (every other copy) lose what the Python client cannot send: a header with a null value is
+written with an empty one, and a record with neither key nor value is left out (``null_headers`` and ``not_sent``
+say so). Batches written whole keep both.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from broker.errors import ClusterUnavailable, InvalidInput, KazamiError
 from broker.messages.log import Message
 from broker.messages.partitioners import murmur2_partition
 from broker.messages.scan import ScanRange, scan
+from broker.segments.records import V2Batch
 from broker.topics.read import get_topic_partitions
+from broker.transfer.batches import whole_appender, whole_copyable
 from broker.transfer.progress import Pace, Reporter, RunProgress
 
 __all__ = ["CopyPlan", "CopyProgress", "Writer", "plan_targets", "run_copy", "shift_ranges"]
@@ -51,6 +56,7 @@ class CopyPlan:
     rate: float | None = None  # records a second at the most
     exactly_once: bool = True
     dry_run: bool = False
+    filtered: bool = False  # a filter chooses the records (else every record is copied)
 
     @property
     def total(self) -> int:
@@ -65,6 +71,7 @@ class CopyProgress(RunProgress):
     saved: dict[int, int] = field(default_factory=dict)  # the same at the last checkpoint: where a resume starts
     samples: list[dict[str, Any]] = field(default_factory=list)  # a dry run's first records, where each goes
     null_headers: int = 0
+    whole_batches: int = 0  # batches written as they were read (batches.py), their records not taken apart
     # Records with neither key nor value (partition:offset), which the Python client cannot send: left out.
     not_sent: list[str] = field(default_factory=list)
 
@@ -76,6 +83,7 @@ class CopyProgress(RunProgress):
             "saved_positions": {str(p): o for p, o in sorted(self.saved.items())},
             "samples": self.samples,
             "null_headers": self.null_headers,
+            "whole_batches": self.whole_batches,
             "not_sent": self.not_sent[:100],
             "not_sent_count": len(self.not_sent),
         }
@@ -120,6 +128,7 @@ class Writer:
         self.transactional = False
         self._known: set[str] = set()
         self._direct: Callable[..., None] | None = None
+        self._whole: Callable[[TopicPartition, V2Batch], None] | None = None
         self.producer: KafkaProducer
         if transactional_id is not None:
             try:
@@ -127,12 +136,12 @@ class Writer:
                 self.producer.init_transactions()
                 self.producer.begin_transaction()
                 self.transactional = True
-                self._direct = _direct_append(self.producer)
+                self._direct, self._whole = _direct_append(self.producer), whole_appender(self.producer)
                 return
             except (kafka.errors.TransactionalIdAuthorizationFailedError, kafka.errors.UnsupportedVersionError):
                 pass  # the target refuses transactions: at least once
         self.producer = target.own_producer(purpose)
-        self._direct = _direct_append(self.producer)
+        self._direct, self._whole = _direct_append(self.producer), whole_appender(self.producer)
 
     def send(
         self,
@@ -152,6 +161,14 @@ class Writer:
             return True
         self.producer.send(topic, value=value, key=key, headers=sent, partition=partition, timestamp_ms=timestamp_ms)
         self._known.add(topic)  # its metadata is known now: the next records can go straight to the batches
+        return True
+
+    def send_batch(self, topic: str, partition: int, batch: V2Batch) -> bool:
+        """``batch`` written as it was read (broker.transfer.batches) to ``partition``; False (nothing sent) when it
+        cannot be: a batch of another kind, or a topic whose metadata the producer has not fetched yet."""
+        if self._whole is None or topic not in self._known or not whole_copyable(batch):
+            return False
+        self._whole(TopicPartition(topic, partition), batch)
         return True
 
     def checkpoint(self) -> None:
@@ -233,6 +250,24 @@ def run_copy(
         progress.positions = dict(scanned.positions)
         report()
 
+    def take(partition: int, batch: V2Batch) -> bool:
+        """A batch of records all copied: written whole when it can be."""
+        if writer is None or not writer.send_batch(plan.to_topic, partition, batch):
+            return False
+        count = batch.count or 0
+        progress.written += count
+        progress.whole_batches += 1
+        progress.positions[partition] = batch.last_offset + 1
+        if pace.one_more(progress.written, count):
+            writer.checkpoint()
+            progress.saved = dict(progress.positions)
+        report()
+        return True
+
+    # Whole batches: every record of a batch goes to its own partition with its own time, and no rate paces them
+    # one by one.
+    whole = writer is not None and plan.keep_partition and plan.keep_timestamp and not plan.filtered and not plan.rate
+
     try:
         for message in scan(
             source,
@@ -245,6 +280,8 @@ def run_copy(
             on_progress=on_scan,
             report_every=1000,
             deadline_s=10**9,
+            isolation="read_committed",
+            take=take if whole else None,
         ):
             partition = _target_partition(message, plan)
             timestamp = message.timestamp if plan.keep_timestamp else None

@@ -45,9 +45,10 @@ class Pace:
         self.started = self.last_checkpoint = time.monotonic()
         self.since_checkpoint = 0
 
-    def one_more(self, written: int) -> bool:
-        """After a record: wait if ahead of the rate; True when a checkpoint is due (then counted as done)."""
-        self.since_checkpoint += 1
+    def one_more(self, written: int, count: int = 1) -> bool:
+        """After a record (or ``count`` of them at once): wait if ahead of the rate; True when a checkpoint is due
+        (then counted as done)."""
+        self.since_checkpoint += count
         if self.rate:
             ahead = self.started + written / self.rate - time.monotonic()
             if ahead > 0:

@@ -177,6 +177,7 @@ def _run_copy(
         rate=asked.rate,
         exactly_once=asked.exactly_once,
         dry_run=asked.dry_run,
+        filtered=bool(filter_text.strip()),
     )
     predicate = predicate_for(parse_query(filter_text), registry=decoding_for(cluster, topic).registry)
     transactional_id = f"kazami-copy-{transfer.pk}-{uuid.uuid4().hex[:8]}"
