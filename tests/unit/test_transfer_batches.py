@@ -52,14 +52,16 @@ def test_a_batch_rewritten_for_the_target_producer_keeps_its_records_and_a_valid
     source = batch_of(built(list(range(50)), producer=(12, 0, 400)), base_offset=9_000)
     assert whole_copyable(source)
     whole = WholeBatch(source.raw, source.count or 0)
-    assert whole.is_full() and whole.next_offset() == 50
+    assert whole.is_full()
+    assert whole.next_offset() == 50
     assert whole.append(0, b"k", b"v") is None  # nothing more goes in
     whole.set_producer_state(77, 3, 1_000, True)
     whole.close()
     written = batch_of(whole.buffer())
     assert written.crc_valid
     assert (written.producer_id, written.producer_epoch, written.base_sequence) == (77, 3, 1_000)
-    assert written.is_transactional and not written.is_control
+    assert written.is_transactional
+    assert not written.is_control
     assert written.partition_leader_epoch == -1
     assert written.codec == LZ4
     assert (written.base_timestamp, written.max_timestamp) == (source.base_timestamp, source.max_timestamp)
