@@ -7,8 +7,9 @@ transactions still open left out) and written with a producer of the target clus
 batched). A copy keeping partitions and timestamps, without a filter or a rate, writes the source's record batches
 whole, still compressed (broker.transfer.batches): nothing is decoded or built again, which is most of the speed.
 
-Exactly-once where the target allows it: a transactional producer commits a transaction at every checkpoint (broker.transfer.progress: 20,000 records or a second), and the
-position saved with each commit is where a resumed copy starts, so nothing is written twice. Where it does not
+Exactly-once where the target allows it: a transactional producer commits a transaction at every checkpoint
+(broker.transfer.progress: 20,000 records or a second), and the position saved with each commit is where a resumed
+copy starts, so nothing is written twice. Where it does not
 (``exactly_once=False``, or a cluster that refuses transactions), the producer flushes at each checkpoint
 instead: at least once, a resumed copy may write again what came after the last checkpoint.
 
