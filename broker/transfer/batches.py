@@ -63,8 +63,8 @@ class WholeBatch:
         self._transactional = False
         self._closed = False
 
-    def append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Any = None) -> None:
-        return None  # full: nothing more goes in
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Any = None) -> Any:
+        return None  # full: nothing more goes in (kafka-python's builder answers None too)
 
     def is_full(self) -> bool:
         return True

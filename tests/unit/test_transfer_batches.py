@@ -8,6 +8,7 @@ import pytest
 from kafka.errors import IllegalStateError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from broker.segments.findings import Finding
 from broker.segments.records import V2Batch, decode_v2_records, read_v2, v2_payload
 from broker.transfer.batches import WholeBatch, whole_copyable
 
@@ -33,13 +34,13 @@ def built(offsets: list[int], compression: int = LZ4, producer: tuple[int, int, 
 def batch_of(raw: bytes | bytearray, base_offset: int = 0) -> V2Batch:
     data = bytearray(raw)
     data[0:8] = base_offset.to_bytes(8, "big")  # as a fetch gives it: the offsets the source log assigned
-    findings: list = []
+    findings: list[Finding] = []
     batch = read_v2(memoryview(bytes(data)), 0, len(data), 0, "test", findings)
     assert isinstance(batch, V2Batch), findings
     return batch
 
 
-def records(batch: V2Batch) -> list[tuple]:
+def records(batch: V2Batch) -> list[tuple[object, ...]]:
     payload = v2_payload(batch, 1 << 24, [])
     assert payload is not None
     return [
