@@ -1,6 +1,6 @@
 """Every cluster's offsets topic, followed for the lag statuses (broker.groups.commit_reader), by the process that
-holds the lag sampler's lease: the sampler pumps it in each round (with the log ends it just read) and about once
-a second in between. The rings of commits go to the database (CommitRing) for every console process's pages, with
+holds the lag sampler's lease: the sampler pumps it in each round (with the log ends it just read) and every few
+seconds in between. The rings of commits go to the database (CommitRing) for every console process's pages, with
 how far the topic was read (CommitWatch): a ring counts only up to that moment, so a reader that fell behind or
 died never makes a live group look stopped.
 """
@@ -70,11 +70,10 @@ def pump(cluster: str, groups: Iterable[GroupLag] | None = None, wait_ms: int = 
     return len(changed)
 
 
-def pump_all() -> None:
-    """One pump of every configured cluster the sampler has already read once (between the sampler's rounds)."""
-    for name in get_configs():
-        if name in _readers:
-            pump(name, wait_ms=0)
+def pump_all() -> int:
+    """One pump of every configured cluster the sampler has already read once (between the sampler's rounds); how
+    many rings changed."""
+    return sum(pump(name, wait_ms=0) for name in get_configs() if name in _readers)
 
 
 def stop_all() -> None:

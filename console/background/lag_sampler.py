@@ -30,6 +30,7 @@ from console.present.lag import verdicts
 log = logging.getLogger(__name__)
 LEASE = "lag-sampler"
 COMMIT_PUMP_S = 2.0  # how often the lease holder reads new commits between rounds (each read is a database write)
+COMMIT_PUMP_IDLE_S = 16.0  # the longest pause between reads while no group commits (it doubles from COMMIT_PUMP_S)
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
@@ -116,7 +117,8 @@ def sample_once(now: datetime | None = None) -> dict[str, int]:
 
 def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
     """Sample at every interval while this process holds the lease (and ask for it once an interval when not);
-    in between, the holder reads new commits from the offsets topics every COMMIT_PUMP_S seconds."""
+    in between, the holder reads new commits from the offsets topics every COMMIT_PUMP_S seconds while groups commit,
+    and up to COMMIT_PUMP_IDLE_S apart while none does."""
     while not stop.is_set():
         holding = False
         try:
@@ -129,14 +131,17 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
         except Exception:
             log.exception("lag sampler round failed")
         next_round = time.monotonic() + settings.KAZAMI_LAG_SAMPLE_INTERVAL
-        while (
-            holding and commit_watch.enabled() and not stop.is_set() and next_round - time.monotonic() > COMMIT_PUMP_S
-        ):
-            stop.wait(COMMIT_PUMP_S)
+        pause = COMMIT_PUMP_S
+        while holding and commit_watch.enabled() and not stop.is_set() and next_round - time.monotonic() > pause:
+            if stop.wait(pause):
+                break
+            changed = 0
             try:
-                commit_watch.pump_all()
+                changed = commit_watch.pump_all()
             except Exception:
                 log.exception("commit watch failed")
+            # Groups committing: read again soon; nobody committing: less and less often (an idle console).
+            pause = COMMIT_PUMP_S if changed else min(pause * 2, COMMIT_PUMP_IDLE_S)
         stop.wait(max(0.0, next_round - time.monotonic()))
     commit_watch.stop_all()
 

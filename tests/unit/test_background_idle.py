@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 from django.test import override_settings
 
 from console.background import lag_sampler, replication_watch
@@ -59,3 +60,39 @@ def test_a_follow_up_look_left_from_when_it_held_the_lease_does_not_make_it_spin
         assert replication_watch.watches.next_due(time.monotonic()) is None
     finally:
         replication_watch.watches.drop()
+
+
+def _pumps_while_holding(monkeypatch: pytest.MonkeyPatch, changed: int) -> list[float]:
+    """When the lease holder read the offsets topics in RUN_S seconds between two rounds, with every read finding
+    ``changed`` rings changed."""
+    pumped: list[float] = []
+
+    def pump_all() -> int:
+        pumped.append(time.monotonic())
+        return changed
+
+    monkeypatch.setattr(lag_sampler, "COMMIT_PUMP_S", 0.05)
+    monkeypatch.setattr(lag_sampler, "COMMIT_PUMP_IDLE_S", 0.4)
+    monkeypatch.setattr(lag_sampler, "sample_once", lambda: {})
+    monkeypatch.setattr(lag_sampler.throughput, "sample_once", lambda: None)
+    monkeypatch.setattr(lag_sampler.commit_watch, "pump_all", pump_all)
+    monkeypatch.setattr(lag_sampler.commit_watch, "enabled", lambda: True)
+    stop = threading.Event()
+    with override_settings(KAZAMI_LAG_SAMPLE_INTERVAL=60):
+        thread = threading.Thread(target=lag_sampler.run_forever, args=(stop,), kwargs={"acquire": lambda: True})
+        thread.start()
+        time.sleep(RUN_S)
+        stop.set()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
+    return pumped
+
+
+def test_the_offsets_topics_are_read_less_and_less_often_while_no_group_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    busy = _pumps_while_holding(monkeypatch, changed=3)
+    idle = _pumps_while_holding(monkeypatch, changed=0)
+    assert len(busy) >= RUN_S / 0.05 / 2  # every COMMIT_PUMP_S while commits come
+    gaps = [round(b - a, 2) for a, b in zip(idle, idle[1:], strict=False)]
+    assert len(idle) <= 6, gaps  # 0.05, 0.1, 0.2, 0.4, 0.4...: doubling up to COMMIT_PUMP_IDLE_S
+    assert gaps == sorted(gaps), gaps
+    assert max(gaps) < 0.4 + 0.1, gaps
