@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from django.test import override_settings
 
-from console.background import lag_sampler, replication_watch
+from console.background import commit_watch, lag_sampler, replication_watch, throughput
 
 INTERVAL_S = 0.25
 RUN_S = 1.3
@@ -75,9 +75,9 @@ def _pumps_while_holding(monkeypatch: pytest.MonkeyPatch, changed: int) -> list[
     monkeypatch.setattr(lag_sampler, "COMMIT_PUMP_S", 0.05)
     monkeypatch.setattr(lag_sampler, "COMMIT_PUMP_IDLE_S", 0.4)
     monkeypatch.setattr(lag_sampler, "sample_once", lambda: {})
-    monkeypatch.setattr(lag_sampler.throughput, "sample_once", lambda: None)
-    monkeypatch.setattr(lag_sampler.commit_watch, "pump_all", pump_all)
-    monkeypatch.setattr(lag_sampler.commit_watch, "enabled", lambda: True)
+    monkeypatch.setattr(throughput, "sample_once", lambda: None)
+    monkeypatch.setattr(commit_watch, "pump_all", pump_all)
+    monkeypatch.setattr(commit_watch, "enabled", lambda: True)
     stop = threading.Event()
     with override_settings(KAZAMI_LAG_SAMPLE_INTERVAL=60):
         thread = threading.Thread(target=lag_sampler.run_forever, args=(stop,), kwargs={"acquire": lambda: True})
