@@ -41,6 +41,7 @@ from broker.segments.records import V2Batch
 from broker.topics.read import get_topic_partitions
 from broker.transfer.batches import whole_appender, whole_copyable
 from broker.transfer.progress import Pace, Reporter, RunProgress
+from broker.transfer.schemas import SchemaMover
 
 __all__ = ["CopyPlan", "CopyProgress", "Writer", "plan_targets", "run_copy", "shift_ranges"]
 
@@ -59,6 +60,7 @@ class CopyPlan:
     exactly_once: bool = True
     dry_run: bool = False
     filtered: bool = False  # a filter chooses the records (else every record is copied)
+    schemas: str = "keep"  # "register": wire-format schema ids registered in the target's registry (schemas.py)
 
     @property
     def total(self) -> int:
@@ -232,9 +234,11 @@ def run_copy(
     cancel: threading.Event | None = None,
     on_progress: Callable[[CopyProgress], None] | None = None,
     progress_every_s: float = 0.5,
+    mover: SchemaMover | None = None,
 ) -> CopyProgress:
     """Copy ``plan``'s ranges (the records ``predicate`` passes) to its target; the progress at the end. Raises
-    ClusterUnavailable when a cluster stops answering (the progress so far then holds the position to resume)."""
+    ClusterUnavailable when a cluster stops answering (the progress so far then holds the position to resume).
+    ``mover``: the schema ids of wire-format keys and values rewritten for the target's registry."""
     progress = CopyProgress(
         total=plan.total,
         positions={r.partition: r.start for r in plan.ranges if r.readable},
@@ -268,7 +272,14 @@ def run_copy(
 
     # Whole batches: every record of a batch goes to its own partition with its own time, and no rate paces them
     # one by one.
-    whole = writer is not None and plan.keep_partition and plan.keep_timestamp and not plan.filtered and not plan.rate
+    whole = (
+        writer is not None
+        and plan.keep_partition
+        and plan.keep_timestamp
+        and not plan.filtered
+        and not plan.rate
+        and mover is None
+    )
 
     try:
         for message in scan(
@@ -291,7 +302,14 @@ def run_copy(
             if writer is None:
                 if len(progress.samples) < SAMPLES:
                     progress.samples.append(_sample(message, partition, timestamp))
-            elif not writer.send(plan.to_topic, message.key, message.value, message.headers, partition, timestamp):
+            elif not writer.send(
+                plan.to_topic,
+                mover.move(message.key, "key") if mover is not None else message.key,
+                mover.move(message.value, "value") if mover is not None else message.value,
+                message.headers,
+                partition,
+                timestamp,
+            ):
                 progress.not_sent.append(f"{message.partition}:{message.offset}")
                 continue
             progress.written += 1
@@ -378,6 +396,7 @@ class CopyRequest:
     rate: float | None
     dry_run: bool
     exactly_once: bool
+    schemas: str = "keep"
 
 
 def check_copy_request(body: Any) -> CopyRequest:
@@ -442,6 +461,12 @@ def check_copy_request(body: Any) -> CopyRequest:
     text = body.get("filter") or ""
     if not isinstance(text, str):
         raise InvalidInput('filter must be a search filter such as value.status == "error".')
+    schemas = body.get("schemas", "keep")
+    if schemas not in ("keep", "register"):
+        raise InvalidInput(
+            'schemas must be "keep" (records as they are) or "register" (their schemas registered in the target '
+            "cluster's registry, and the ids in the records rewritten)."
+        )
     return CopyRequest(
         to_topic=to_topic.strip(),
         to_cluster=to_cluster,
@@ -454,6 +479,7 @@ def check_copy_request(body: Any) -> CopyRequest:
         rate=rate,
         dry_run=flag("dry_run", False),
         exactly_once=flag("exactly_once", True),
+        schemas=schemas,
     )
 
 

@@ -231,12 +231,17 @@ def watch_round(names: list[str], polled: bool) -> list[Event]:
     return found
 
 
+WATCHED_STRETCH = 4  # polls of clusters ZooKeeper watches, once they find nothing: up to this many intervals apart
+
+
 def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lease) -> None:
     """Look at the clusters every ``KAZAMI_REPLICATION_INTERVAL`` while this process holds the lease (and at
     once when a ZooKeeper watch tells). Without the lease it asks again only after a whole interval: it
-    never waits less than that for a lease it did not get (an earlier version waited 0 s and spun)."""
+    never waits less than that for a lease it did not get (an earlier version waited 0 s and spun). While
+    ZooKeeper watches every cluster and the polls find nothing, they come up to WATCHED_STRETCH intervals apart."""
     rounds = 0
     next_poll = 0.0
+    calm = 0  # polls in a row that found nothing while ZooKeeper watched every cluster
     while not stop.is_set():
         watches.wake.clear()  # a watch telling during the round ends the wait below at once
         now = time.monotonic()
@@ -248,17 +253,23 @@ def run_forever(stop: threading.Event, acquire: Callable[[], bool] = acquire_lea
         try:
             if not acquire():
                 watches.drop()
+                calm = 0
             else:
                 holds = True
                 names = list(get_configs())
-                watch_round(names, polled)
+                found = watch_round(names, polled)
                 alerts.deliver_due()
                 if polled:
                     watches.ensure(names)
                     rounds += 1
                     if rounds % 100 == 0:
                         prune()
+                    calm = calm + 1 if not found and names and all(watches.watching(n) for n in names) else 0
+                    # Watched by ZooKeeper, a change is told at once: polls, for what no znode tells (an ISR
+                    # shrinking), come less often while they find nothing, up to WATCHED_STRETCH intervals apart.
+                    next_poll = now + settings.KAZAMI_REPLICATION_INTERVAL * min(2**calm, WATCHED_STRETCH)
         except Exception:
+            calm = 0
             log.exception("replication watch round failed")
         due = watches.next_due(time.monotonic()) if holds else None
         wait = max(0.0, next_poll - time.monotonic())

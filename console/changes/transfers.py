@@ -29,9 +29,11 @@ from broker.transfer.copy import (
 from broker.transfer.importing import check_partitions, run_import
 from broker.transfer.records import Record
 from broker.transfer.redrive import run_redrive, scheme_named, survey
+from broker.transfer.schemas import SchemaMover
 from console.access import perform
 from console.background import transfers
 from console.config.clusters import get_connection
+from console.config.registry import registry_for
 from console.models import Transfer
 from console.present.masking import masker_for
 from console.present.messages import decoding_for
@@ -60,6 +62,8 @@ def start_copy(request: HttpRequest, cluster: str, topic: str, body: Any) -> Tra
             query = parse_query(asked.filter)
         except QueryError as exc:
             raise InvalidInput(f"filter: {exc}") from None
+        if asked.schemas == "register":
+            _schema_mover(cluster, to_cluster, asked.to_topic)  # both clusters have a registry
         ranges = plan_ranges(source, topic, asked)
         count = plan_targets(source, destination, topic, asked.to_topic, ranges, asked.keep_partition)
         user, name = _user(request)
@@ -181,6 +185,7 @@ def _run_copy(
     )
     predicate = predicate_for(parse_query(filter_text), registry=decoding_for(cluster, topic).registry)
     transactional_id = f"kazami-copy-{transfer.pk}-{uuid.uuid4().hex[:8]}"
+    mover = _schema_mover(cluster, to_cluster, asked.to_topic) if asked.schemas == "register" else None
 
     def work(cancelled: threading.Event, report: transfers.Report) -> dict[str, Any]:
         final = run_copy(
@@ -191,6 +196,7 @@ def _run_copy(
             transactional_id,
             cancel=cancelled,
             on_progress=lambda p: report(p.as_dict()),
+            mover=mover,
         )
         return final.as_dict()
 
@@ -200,6 +206,19 @@ def _run_copy(
         return f"{verb} {counts} to {to_cluster}/{asked.to_topic}"
 
     transfers.start(transfer, work, "topic.copy", describe)
+
+
+def _schema_mover(cluster: str, to_cluster: str, to_topic: str) -> SchemaMover:
+    """What rewrites the schema ids of a copy asked with ``schemas: "register"``; InvalidInput unless both clusters
+    have a schema registry."""
+    source, target = registry_for(cluster), registry_for(to_cluster)
+    if source is None or target is None:
+        name = cluster if source is None else to_cluster
+        raise InvalidInput(
+            f'schemas "register" needs a schema registry for both clusters; {name!r} has none configured '
+            "(SCHEMA_REGISTRY_URL, or the cluster's schema_registry table in the clusters file)."
+        )
+    return SchemaMover(source, target, to_topic)
 
 
 def _request_json(asked: CopyRequest) -> dict[str, Any]:

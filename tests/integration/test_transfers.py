@@ -16,6 +16,8 @@ from django.test import Client
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from broker.local import launcher
+from broker.schemas.registry import Registry, RegistryConfig
+from broker.schemas.wire import frame
 from console.models import AuditEntry
 from tests.conftest import BOOTSTRAP, logged_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
@@ -31,21 +33,23 @@ def operator(kafka_cluster: launcher.ClusterLayout, clusters_reset: None) -> Cli
 
 
 def write_source(topic: str, partitions: int, per_partition: int) -> None:
-    """Keys (some null), values (some null), repeated headers and set timestamps, in every partition."""
+    """Keys (some null), values (some null), repeated headers and set timestamps, in every partition. The
+    timestamps are recent: records older than the topic's retention (7 days) roll segments and are deleted."""
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP.split(","), acks="all", linger_ms=5)
+    base = (int(time.time()) - 3600) * 1000
     for p in range(partitions):
         for i in range(per_partition):
             key = None if i % 7 == 3 else b"user-%d" % (i % 11)
             # A null value needs a key here: the Python client sends no record with neither.
             value = None if i % 13 == 5 and key is not None else b'{"n":%d,"p":%d}' % (i, p)
             headers = [("trace", b"t%d" % i), ("trace", b"again"), ("bin", bytes([i % 256, 0, 255]))]
-            producer.send(topic, key=key, value=value, headers=headers, partition=p, timestamp_ms=1_700_000_000_000 + i)
+            producer.send(topic, key=key, value=value, headers=headers, partition=p, timestamp_ms=base + i)
     producer.flush()
     producer.close()
 
 
 def read_all(topic: str) -> dict[int, list[Row]]:
-    """Every record per partition, in order, as a plain read_committed consumer reads it."""
+    """Every record per partition, in order, as a plain read_committed consumer reads it (to the high watermark)."""
     consumer = KafkaConsumer(
         bootstrap_servers=BOOTSTRAP.split(","), enable_auto_commit=False, isolation_level="read_committed"
     )
@@ -54,7 +58,13 @@ def read_all(topic: str) -> dict[int, list[Row]]:
         tps = [TopicPartition(topic, p) for p in partitions]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
+        # Up to the high watermarks: a transaction just committed may not have its markers written yet (the last
+        # stable offset, a read_committed consumer's end, still behind them).
+        uncommitted = KafkaConsumer(bootstrap_servers=BOOTSTRAP.split(","), isolation_level="read_uncommitted")
+        try:
+            ends = uncommitted.end_offsets(tps)
+        finally:
+            uncommitted.close()
         found: dict[int, list[Row]] = {p: [] for p in partitions}
         deadline = time.monotonic() + 60
         while any(consumer.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
@@ -115,6 +125,32 @@ def test_a_copy_keeping_partitions_gives_the_same_records_per_partition_in_order
     audit = AuditEntry.objects.filter(action="topic.copy", outcome="done").order_by("-at").first()
     assert audit is not None
     assert f"copied (exactly-once) 601 of 602 records read to local/{target}" in audit.result
+
+
+def test_a_copy_registering_schemas_writes_the_ids_the_targets_registry_gave(
+    operator: Client, schema_registry: str
+) -> None:
+    registry = Registry(RegistryConfig(url=schema_registry, timeout=15))
+    source = create_topic(unique("cp-avro"), partitions=1)
+    target = create_topic(unique("cp-avro-dst"), partitions=1)
+    name = f"Probe_{source.replace('-', '_')}"
+    text = json.dumps({"type": "record", "name": name, "fields": [{"name": "n", "type": "long"}]})
+    source_id, _ = registry.register(f"{source}-value", text)
+    bodies = [b"\x02", b"\x04", b"\x06"]  # Avro longs 1, 2 and 3
+    produce(source, [(b"k", frame(source_id, body)) for body in bodies] + [(b"plain", b"not in the wire format")])
+    refused = operator.post(
+        f"/api/clusters/local/topics/{source}/copy/", {"to_topic": target, "schemas": "rewrite"}, "application/json"
+    )
+    assert refused.status_code == 400
+    assert "schemas must be" in refused.json()["message"]
+
+    done = copy(operator, source, {"to_topic": target, "schemas": "register"})
+    assert done["status"] == "succeeded", done
+    assert done["progress"]["whole_batches"] == 0  # each record's id looked at
+    registered = registry.schema_by_subject(f"{target}-value")
+    assert json.loads(registered.text) == json.loads(text)
+    values = [value for _, value, *_ in read_all(target)[0]]
+    assert values == [frame(registered.id or -1, body) for body in bodies] + [b"not in the wire format"]
 
 
 def test_a_range_and_a_filter_and_a_copy_placed_by_key_as_javas_partitioner_places_it(operator: Client) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from django.test import override_settings
 
-from console.background import commit_watch, lag_sampler, replication_watch, throughput
+from console.background import alerts, commit_watch, lag_sampler, replication_watch, throughput
 
 INTERVAL_S = 0.25
 RUN_S = 1.3
@@ -97,3 +97,38 @@ def test_offsets_topics_are_read_less_and_less_often_while_no_group_commits(monk
     assert len(idle) <= 6, gaps  # 0.05, 0.1, 0.2, 0.4, 0.4...: doubling up to COMMIT_PUMP_IDLE_S
     assert gaps == sorted(gaps), gaps
     assert max(gaps) < 0.4 + 0.1, gaps
+
+
+def _replication_polls(monkeypatch: pytest.MonkeyPatch, watched: bool) -> list[float]:
+    """When the lease holder's replication watch polled in RUN_S seconds, finding nothing each time."""
+    polls: list[float] = []
+
+    def watch_round(names: list[str], polled: bool) -> list[object]:
+        if polled:
+            polls.append(time.monotonic())
+        return []
+
+    monkeypatch.setattr(replication_watch, "watch_round", watch_round)
+    monkeypatch.setattr(replication_watch, "get_configs", lambda: {"local": None})
+    monkeypatch.setattr(replication_watch.watches, "ensure", lambda names: None)
+    monkeypatch.setattr(replication_watch.watches, "watching", lambda name: watched)
+    monkeypatch.setattr(alerts, "deliver_due", lambda: None)
+    stop = threading.Event()
+    with override_settings(KAZAMI_REPLICATION_INTERVAL=0.05):
+        thread = threading.Thread(target=replication_watch.run_forever, args=(stop,), kwargs={"acquire": lambda: True})
+        thread.start()
+        time.sleep(RUN_S)
+        stop.set()
+        replication_watch.watches.wake.set()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
+    return polls
+
+
+def test_polls_of_a_cluster_zookeeper_watches_stretch_while_they_find_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    unwatched = _replication_polls(monkeypatch, watched=False)
+    watched = _replication_polls(monkeypatch, watched=True)
+    assert len(unwatched) >= RUN_S / 0.05 / 2  # every interval: nothing tells a change at once
+    gaps = [round(b - a, 2) for a, b in itertools.pairwise(watched)]
+    assert max(gaps) < 0.05 * replication_watch.WATCHED_STRETCH + 0.05, gaps
+    assert len(watched) < len(unwatched) / 2, (len(watched), len(unwatched))
