@@ -205,6 +205,11 @@ def _binary(raw: bytes, limit: int, error: str | None = None) -> Decoded:
     return Decoded("binary", "hex", shown, None, error, len(raw), len(raw) > limit // 4, _hex_dump_length(len(raw)))
 
 
+def as_text(raw: bytes, text: str, limit: int) -> Decoded:
+    """What ``decode`` gives for ``raw`` that "auto" read as ``text`` (auto_data's ("text", text))."""
+    return _as_text(raw, text, limit)
+
+
 def _as_text(raw: bytes, text: str, limit: int) -> Decoded:
     if len(text) <= limit:
         shown = _make_visible(text)

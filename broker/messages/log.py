@@ -51,6 +51,8 @@ _LAST_DELTA = struct.Struct(">i")
 _MAX_RECORDS_BYTES = 256 * 1024 * 1024
 # A transaction open above the LSO is looked for this far ahead (its marker) before it is called open.
 LOOK_AHEAD_ENTRIES = 20_000
+# A read from inside a batch decodes this many of its records first, and the rest only when it wants more.
+FIRST_PART = 128
 _READ_UNCOMMITTED, _READ_COMMITTED = 0, 1
 _LEADER_MOVED = (
     kafka.errors.NotLeaderForPartitionError,
@@ -361,7 +363,7 @@ class PartitionLog:
             moved = False
             below = isolation == _READ_COMMITTED
             for entry, next_position in self._unpack(
-                fetched, isolation, skip if below else None, take if below else None
+                fetched, isolation, skip if below else None, take if below else None, (offset, stop)
             ):
                 position, moved = next_position, True
                 if isinstance(entry, Passed):
@@ -416,9 +418,16 @@ class PartitionLog:
             yield replace(held, transaction="open") if held.transaction == "?" else held
 
     def _unpack(
-        self, fetched: _Fetched, isolation: int, pass_over: PassOver | None = None, take: Take | None = None
+        self,
+        fetched: _Fetched,
+        isolation: int,
+        pass_over: PassOver | None = None,
+        take: Take | None = None,
+        window: tuple[int, int] | None = None,
     ) -> Iterator[tuple[Message | Passed | None, int]]:
-        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over, take)
+        return _unpack(
+            self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over, take, window
+        )
 
 
 def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
@@ -459,6 +468,7 @@ def _unpack(
     isolation: int,
     pass_over: PassOver | None = None,
     take: Take | None = None,
+    window: tuple[int, int] | None = None,
 ) -> Iterator[tuple[Message | Passed | None, int]]:
     """(entry, offset after it) for each record and marker of a fetch answer; (None, next offset) after
     each batch of records (one emptied by compaction yields only that). Fates below the LSO come from the
@@ -466,7 +476,8 @@ def _unpack(
 
     Batches of the current format (magic 2) are read by the project's own record reader (broker.segments),
     older ones by kafka-python's. With ``pass_over``, a batch of records it accepts is yielded as one Passed;
-    with ``take``, so is a batch it takes, before it is decompressed."""
+    with ``take``, so is a batch it takes, before it is decompressed. ``window`` (first offset, stop): records of
+    a batch outside it may be left out (a page at an offset inside a batch of thousands decodes only its rows)."""
     aborted = deque(sorted(aborted_list, key=lambda t: t[1]))
     aborting: set[int] = set()
     view = memoryview(batches)
@@ -516,13 +527,28 @@ def _unpack(
         if pass_over is not None and fate != "?" and pass_over(batch.base_offset, batch.last_offset, count, payload):
             yield Passed(batch.base_offset, batch.last_offset, count), next_offset
             continue
-        records = decode_v2_records(payload, batch, None, None, findings)
-        if findings:
-            raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
-        for record in records:
-            yield _entry(topic, partition, record, fate, None, producer, epoch), record.offset + 1
+        for part in _parts(batch, count, window):
+            records = decode_v2_records(payload, batch, None, part[1], findings, part[0])
+            if findings:
+                raise ClusterUnavailable(f"{_unreadable(topic, partition, batch.base_offset)}: {findings[-1].message}")
+            for record in records:
+                yield _entry(topic, partition, record, fate, None, producer, epoch), record.offset + 1
         # A batch emptied by compaction keeps its offsets: reading goes on after its last one.
         yield None, next_offset
+
+
+def _parts(batch: Batch, count: int, window: tuple[int, int] | None) -> list[tuple[int, int | None]]:
+    """The (skip, limit) of each part of a batch to decode in turn, for a read of the offsets in ``window``
+    (first, stop): records before it are passed over, those after it not decoded, and a read from inside a large
+    batch decodes its first FIRST_PART records alone, the rest only if it goes on (a page stops long before).
+    Only a batch whose offsets run without gaps (not compacted) is cut: a record's place is its offset delta."""
+    if window is None or count != batch.last_offset - batch.base_offset + 1:
+        return [(0, None)]
+    skip = max(0, window[0] - batch.base_offset)
+    limit = window[1] - batch.base_offset if window[1] <= batch.last_offset else None
+    if (limit if limit is not None else count) - skip <= FIRST_PART:
+        return [(skip, limit)]
+    return [(skip, skip + FIRST_PART), (skip + FIRST_PART, limit)]
 
 
 def _payload(topic: str, partition: int, batch: Batch, findings: list[Finding]) -> bytes:

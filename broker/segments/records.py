@@ -261,11 +261,18 @@ def v2_payload(batch: Batch, max_bytes: int, findings: list[Finding]) -> bytes |
 
 
 def decode_v2_records(
-    payload: bytes, batch: Batch, base_position: int | None, limit: int | None, findings: list[Finding]
+    payload: bytes,
+    batch: Batch,
+    base_position: int | None,
+    limit: int | None,
+    findings: list[Finding],
+    skip: int = 0,
 ) -> list[Record]:
     """The records of ``payload`` (:func:`v2_payload`), control records read; ``base_position``: where the
-    payload starts in its file (None when it was decompressed)."""
-    records = _decode_v2(payload, batch, base_position, limit, findings)
+    payload starts in its file (None when it was decompressed). ``skip``: the first so many records are passed
+    over by their lengths, not decoded (a reader that wants the records from an offset inside the batch);
+    ``limit`` counts them too."""
+    records = _decode_v2(payload, batch, base_position, limit, findings, skip)
     if batch.is_control:
         for record in records:
             _read_control(record, batch, findings)
@@ -294,7 +301,7 @@ def _zigzag_slow(buf: bytes, pos: int, max_length: int) -> tuple[int, int]:
 
 
 def _decode_v2(
-    data: bytes, batch: Batch, base_position: int | None, limit: int | None, findings: list[Finding]
+    data: bytes, batch: Batch, base_position: int | None, limit: int | None, findings: list[Finding], skip: int = 0
 ) -> list[Record]:
     """Decode ``batch.count`` records from ``data`` (the records section, uncompressed).
 
@@ -317,7 +324,23 @@ def _decode_v2(
     count = batch.count or 0
     wanted = count if limit is None else min(count, limit)
     pos = 0
-    for i in range(wanted):
+    first = 0
+    while first < skip and first < wanted and pos < n:  # passed over: each record's length, nothing else
+        u = data[pos]
+        if u < 0x80:
+            length, pos = zz1[u], pos + 1
+        elif pos + 1 < n and data[pos + 1] < 0x80:
+            length, pos = zz2[(data[pos + 1] << 8) | u], pos + 2
+        else:
+            try:
+                length, pos = slow(data, pos, 5)
+            except (ValueError, IndexError):
+                break  # decoded below, where a bad record is reported
+        if length < 6 or pos + length > n:
+            break
+        pos += length
+        first += 1
+    for i in range(first, wanted):
         if pos >= n:
             findings.append(
                 Finding(

@@ -17,6 +17,7 @@ from broker.decode import (
     Decoded,
     RecordDecoder,
     SchemaError,
+    as_text,
     auto_data,
     decode,
     parse_avro_schema,
@@ -197,6 +198,9 @@ def _listed(raw: bytes | None, decoding: Decoding, part: str, limit: int, subjec
             line = _PREVIEW_JSON.encode(value)
             one_line = Decoded("json", "json", line[:limit], value, None, len(raw), len(line) > limit, len(line))
             return one_line, _one_line(line)
+        if kind == "text":  # what decode() would read again
+            text = as_text(raw, str(value), limit)
+            return text, _one_line(text.text)
     schema = None
     if raw and (as_ == "avro" or (as_ == "auto" and raw[0] == 0)):
         schema = decoding.key_schema if part == "key" else decoding.value_schema
