@@ -425,9 +425,7 @@ class PartitionLog:
         take: Take | None = None,
         window: tuple[int, int] | None = None,
     ) -> Iterator[tuple[Message | Passed | None, int]]:
-        return _unpack(
-            self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over, take, window
-        )
+        return _unpack(self.topic, self.partition, fetched.batches, fetched.aborted, isolation, pass_over, take, window)
 
 
 def _apply_marker(entry: Message, waiting: deque[Message], open_producers: set[int]) -> None:
