@@ -40,7 +40,7 @@ endif
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete broker/local/jars-$(KAFKA4_VERSION)/.complete analytics/jars/.complete $(REGISTRY_HOME)/.complete $(VENV)/.registry-java ## install what is missing (venv, Python and npm packages, Kafka 3.9 and 4.x and Spark-connector jars, the schema registry and a Java 21+ for it)
+install: $(VENV)/.installed node_modules/.installed broker/local/jars/.complete broker/local/jars-$(KAFKA4_VERSION)/.complete analytics/jars/.complete $(REGISTRY_HOME)/.complete $(VENV)/.registry-java tests/identity/jars/.complete ## install what is missing (venv, Python and npm packages, Kafka 3.9 and 4.x and Spark-connector jars, the schema registry and a Java 21+ for it, the tests' identity provider)
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is needed (Python 3.11)"; exit 2; }
@@ -61,6 +61,10 @@ broker/local/jars/.complete: broker/local/pom.xml | $(VENV)/.installed
 broker/local/jars-$(KAFKA4_VERSION)/.complete: broker/local/pom-kafka4.xml | $(VENV)/.installed
 	rm -rf broker/local/jars-$(KAFKA4_VERSION)
 	$(PY) -m broker.local fetch-jars --kafka-version $(KAFKA4_VERSION)
+
+tests/identity/jars/.complete: tests/identity/pom.xml | $(VENV)/.installed
+	rm -rf tests/identity/jars
+	$(PY) -m tests.oidc_provider fetch-jars
 
 analytics/jars/.complete: analytics/pom.xml | $(VENV)/.installed
 	rm -rf analytics/jars

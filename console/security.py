@@ -4,7 +4,9 @@ from this console only, so a payload that slipped into a page as markup still co
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 
@@ -19,10 +21,21 @@ def content_security_policy(host: str | None) -> str:
         "connect-src": f"'self' ws://{host} wss://{host}" if host else "'self'",
         "object-src": "'none'",
         "base-uri": "'none'",
-        "form-action": "'self'",
+        # Logging out ends the identity provider's session too: the logout form's answer redirects there, and
+        # browsers hold a form's redirects to form-action.
+        "form-action": f"'self' {_provider_origin()}" if _provider_origin() else "'self'",
         "frame-ancestors": "'none'",
     }
     return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
+def _provider_origin() -> str:
+    """The OpenID Connect provider's origin (scheme://host[:port]), or "" when sign-on is off."""
+    issuer = settings.KAZAMI_OIDC_ISSUER
+    if not issuer:
+        return ""
+    parts = urlsplit(issuer)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 class ContentSecurityPolicyMiddleware:

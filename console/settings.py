@@ -178,6 +178,37 @@ STATICFILES_DIRS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
+# Single sign-on with an OpenID Connect provider (console/identity/oidc.py): on when an issuer is set.
+KAZAMI_OIDC_ISSUER = env_str("KAZAMI_OIDC_ISSUER", "").rstrip("/")
+KAZAMI_OIDC_CLIENT_ID = env_str("KAZAMI_OIDC_CLIENT_ID", "")
+KAZAMI_OIDC_CLIENT_SECRET = env_str("KAZAMI_OIDC_CLIENT_SECRET", "")
+KAZAMI_OIDC_SCOPES = env_str("KAZAMI_OIDC_SCOPES", "openid email profile")
+KAZAMI_OIDC_USERNAME_CLAIM = env_str("KAZAMI_OIDC_USERNAME_CLAIM", "preferred_username")
+KAZAMI_OIDC_ROLES_CLAIM = env_str("KAZAMI_OIDC_ROLES_CLAIM", "groups")
+KAZAMI_OIDC_ROLE_MAP = env_str("KAZAMI_OIDC_ROLE_MAP", "")
+KAZAMI_OIDC_ONLY = env_bool("KAZAMI_OIDC_ONLY", False)
+KAZAMI_OIDC_LOCAL_USERS = env_list("KAZAMI_OIDC_LOCAL_USERS", [])
+KAZAMI_OIDC_NAME = env_str("KAZAMI_OIDC_NAME", "single sign-on")  # the login page's "Sign in with ..." button
+if KAZAMI_OIDC_ISSUER:
+    if not KAZAMI_OIDC_CLIENT_ID:
+        raise ConfigError("KAZAMI_OIDC_ISSUER is set: KAZAMI_OIDC_CLIENT_ID must be too.")
+    from console.identity.roles import parse_role_map
+
+    try:
+        parse_role_map(KAZAMI_OIDC_ROLE_MAP)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    AUTHENTICATION_BACKENDS = ["console.identity.oidc.Backend", "django.contrib.auth.backends.ModelBackend"]
+OIDC_RP_CLIENT_ID = KAZAMI_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = KAZAMI_OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = KAZAMI_OIDC_SCOPES
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True  # for the provider's end-session endpoint (logging out there too)
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc-callback"
+OIDC_OP_LOGOUT_URL_METHOD = "console.identity.oidc.logout_url"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=refused"
 CSRF_FAILURE_VIEW = "console.errors.csrf_failure"
 KAZAMI_ANONYMOUS_READ = env_bool("KAZAMI_ANONYMOUS_READ", False)
 # A bearer token Prometheus may use for /metrics instead of a login (empty: login only).

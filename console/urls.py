@@ -41,6 +41,8 @@ urlpatterns = [
     # Who may do what
     path("login/", access.login, name="login"),
     path("logout/", access.logout, name="logout"),
+    path("oidc/authenticate/", access.sso_start, name="oidc-start"),
+    path("oidc/callback/", access.sso_callback, name="oidc-callback"),
     path("audit/", access.audit_log, name="audit-log"),
     path("users/", access.users, name="users"),
     path("users/<str:username>/", access.user_change, name="user-change"),

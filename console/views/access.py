@@ -26,6 +26,7 @@ from broker.errors import InvalidInput, NotFound
 from console import access
 from console.errors import api_view, page_view
 from console.forms import NewUserForm, UserRoleForm
+from console.identity import oidc
 from console.models import AuditEntry
 from console.params import int_param
 from console.present.listing import Listing, csv_file, wants_csv
@@ -44,7 +45,21 @@ class LoginView(auth_views.LoginView):
     template_name = "access/login.html"
     redirect_authenticated_user = True
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        context["sso"] = oidc.enabled()
+        context["sso_name"] = settings.KAZAMI_OIDC_NAME
+        context["sso_only"] = oidc.enabled() and settings.KAZAMI_OIDC_ONLY
+        context["sso_refused"] = self.request.GET.get("sso") == "refused"
+        return context
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not oidc.local_login_allowed(str(request.POST.get("username", ""))):
+            context = {
+                **self.get_context_data(form=AuthenticationForm(request)),
+                "locked": f"Sign in with {settings.KAZAMI_OIDC_NAME}: local accounts are turned off here.",
+            }
+            return render(request, self.template_name, context, status=403)
         limits = _failure_limits(request)
         # Counted before the password is checked (and taken back when it was right), in one transaction (which
         # holds SQLite's write lock), so tries sent at once cannot all pass the check before any is counted.
@@ -96,8 +111,19 @@ def _duration(seconds: int) -> str:
     return f"{seconds // 60} minute{'s' if seconds != 60 else ''}"
 
 
+class LogoutView(auth_views.LogoutView):
+    """Django's logout; signed in through the identity provider, its session is ended there too (when it offers)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        there = oidc.logout_url(request) if oidc.enabled() and request.session.get("oidc_id_token") else None
+        response: HttpResponse = super().post(request, *args, **kwargs)
+        return redirect(there) if there else response
+
+
 login = access.public(LoginView.as_view())
-logout = access.public(auth_views.LogoutView.as_view())
+logout = access.public(LogoutView.as_view())
+sso_start = access.public(oidc.SignIn.as_view())
+sso_callback = access.public(oidc.Callback.as_view())
 
 AUDIT_FILTERS = ("user", "cluster", "action", "outcome")
 AUDIT_PER_PAGE = 50

@@ -1,0 +1,2 @@
+"""Signing in with a company's identity provider: OpenID Connect (oidc), its claims mapped to Kazami's roles.
+Local accounts (console.views.access) stay beside it, or only as a break-glass admin when KAZAMI_OIDC_ONLY is set."""
