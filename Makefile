@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8888
-APT_PACKAGES := chromium chromium-driver docker-compose kcat postgresql redis-server
+APT_PACKAGES := chromium chromium-driver docker-compose kcat postgresql redis-server slapd ldap-utils
 DEMO ?= 1
 DEMO_SECOND_AFTER ?= 300
 # KRAFT=1: the embedded cluster runs Kafka $(KAFKA4_VERSION) in KRaft mode (no ZooKeeper), in its own data folder.
@@ -79,13 +79,15 @@ $(VENV)/.registry-java: | $(VENV)/.installed
 	$(PY) -m broker.local registry-java --install
 	@touch $@
 
-system-deps: ## install the Debian packages the tests use (Chromium, docker-compose, kcat, PostgreSQL, Redis) when missing
+system-deps: ## install the Debian packages the tests use (Chromium, docker-compose, kcat, PostgreSQL, Redis, OpenLDAP) when missing
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium chromium-driver"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	test -x /usr/sbin/slapd || missing="$$missing slapd"; \
+	command -v ldapadd >/dev/null || missing="$$missing ldap-utils"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "Installing:$$missing"; \

@@ -199,6 +199,56 @@ if KAZAMI_OIDC_ISSUER:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     AUTHENTICATION_BACKENDS = ["console.identity.oidc.Backend", "django.contrib.auth.backends.ModelBackend"]
+# LDAP sign-in through the login form (console/identity/ldap.py): on when a URL is set.
+KAZAMI_LDAP_URL = env_str("KAZAMI_LDAP_URL", "")
+KAZAMI_LDAP_START_TLS = env_bool("KAZAMI_LDAP_START_TLS", False)
+KAZAMI_LDAP_CA_FILE = env_str("KAZAMI_LDAP_CA_FILE", "")
+KAZAMI_LDAP_USER_BASE = env_str("KAZAMI_LDAP_USER_BASE", "")
+KAZAMI_LDAP_USER_ATTRIBUTE = env_str("KAZAMI_LDAP_USER_ATTRIBUTE", "uid")
+KAZAMI_LDAP_GROUP_BASE = env_str("KAZAMI_LDAP_GROUP_BASE", "")
+KAZAMI_LDAP_ROLE_MAP = env_str("KAZAMI_LDAP_ROLE_MAP", "")
+if KAZAMI_LDAP_URL:
+    import ssl
+
+    import ldap3
+
+    from console.identity.roles import parse_role_map
+
+    if not KAZAMI_LDAP_URL.startswith(("ldap://", "ldaps://")):
+        raise ConfigError(f"KAZAMI_LDAP_URL: expected ldap://host:port or ldaps://host:port, got {KAZAMI_LDAP_URL!r}.")
+    if not (KAZAMI_LDAP_USER_BASE and KAZAMI_LDAP_GROUP_BASE):
+        raise ConfigError("KAZAMI_LDAP_URL is set: KAZAMI_LDAP_USER_BASE and KAZAMI_LDAP_GROUP_BASE must be too.")
+    try:
+        parse_role_map(KAZAMI_LDAP_ROLE_MAP)
+    except ValueError as exc:
+        raise ConfigError(str(exc).replace("KAZAMI_OIDC_ROLE_MAP", "KAZAMI_LDAP_ROLE_MAP")) from None
+    AUTHENTICATION_BACKENDS = [
+        *[b for b in globals().get("AUTHENTICATION_BACKENDS", []) if b != "django.contrib.auth.backends.ModelBackend"],
+        "console.identity.ldap.Backend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    _ldap_tls = {
+        "validate": ssl.CERT_REQUIRED,
+        **({"ca_certs_file": KAZAMI_LDAP_CA_FILE} if KAZAMI_LDAP_CA_FILE else {}),
+    }
+    LDAP_AUTH_URL = [KAZAMI_LDAP_URL]
+    LDAP_AUTH_USE_TLS = KAZAMI_LDAP_START_TLS
+    LDAP_AUTH_TLS_ARGS = _ldap_tls
+    LDAP_AUTH_CONNECT_USE_SSL = KAZAMI_LDAP_URL.startswith("ldaps://")
+    LDAP_AUTH_CONNECT_ARGS = {"tls": ldap3.Tls(**_ldap_tls)} if LDAP_AUTH_CONNECT_USE_SSL else {}
+    LDAP_AUTH_SEARCH_BASE = KAZAMI_LDAP_USER_BASE
+    LDAP_AUTH_OBJECT_CLASS = "*"
+    LDAP_AUTH_USER_FIELDS = {
+        "username": KAZAMI_LDAP_USER_ATTRIBUTE,
+        "email": "mail",
+        "first_name": "givenName",
+        "last_name": "sn",
+    }
+    LDAP_AUTH_USER_LOOKUP_FIELDS = ("username",)
+    LDAP_AUTH_FORMAT_USERNAME = "console.identity.ldap.bind_dn"
+    LDAP_AUTH_SYNC_USER_RELATIONS = "console.identity.ldap.sync_roles"
+    LDAP_AUTH_CONNECT_TIMEOUT = 10
+    LDAP_AUTH_RECEIVE_TIMEOUT = 10
 OIDC_RP_CLIENT_ID = KAZAMI_OIDC_CLIENT_ID
 OIDC_RP_CLIENT_SECRET = KAZAMI_OIDC_CLIENT_SECRET
 OIDC_RP_SCOPES = KAZAMI_OIDC_SCOPES
