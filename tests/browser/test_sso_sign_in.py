@@ -20,7 +20,10 @@ from console.devserver import running_console
 from tests import oidc_provider
 from tests.conftest import BOOTSTRAP
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("single sign-on does not depend on the cluster's mode: run once"),
+]
 
 BREAK_GLASS = ("breakglass", "kz-Break-Glass-Admin-4!")
 LOCAL = ("carol", "kz-Carols-Own-Password-8!")

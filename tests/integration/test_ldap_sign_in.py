@@ -21,7 +21,7 @@ from tests import ldap_server
 from tests.conftest import BOOTSTRAP
 from tests.integration.test_hostile_input import Session, anonymous
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper("LDAP sign-in does not depend on the cluster's mode: run once")]
 
 ADMIN = ("local-admin", "kz-Local-Admin-Pass-3!")
 LOCAL = ("carol", "kz-Carols-Local-Pass-6!")

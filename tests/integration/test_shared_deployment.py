@@ -31,7 +31,10 @@ from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_hostile_input import Session, anonymous
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("two instances sharing PostgreSQL and Redis do not depend on the cluster's mode: run once"),
+]
 
 ADMIN = ("team-admin", "kz-Shared-Deploy-9x!")
 
