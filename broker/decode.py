@@ -207,10 +207,6 @@ def _binary(raw: bytes, limit: int, error: str | None = None) -> Decoded:
 
 def as_text(raw: bytes, text: str, limit: int) -> Decoded:
     """What ``decode`` gives for ``raw`` that "auto" read as ``text`` (auto_data's ("text", text))."""
-    return _as_text(raw, text, limit)
-
-
-def _as_text(raw: bytes, text: str, limit: int) -> Decoded:
     if len(text) <= limit:
         shown = _make_visible(text)
         full_length = len(shown)
@@ -320,7 +316,7 @@ def _auto(
         if kind == "json":
             return _as_json(raw, data, limit)
         if kind == "text":
-            return _as_text(raw, str(data), limit)
+            return as_text(raw, str(data), limit)
         return _binary(raw, limit)
     if not wire.is_framed(raw):
         return _binary(raw, limit)
@@ -410,7 +406,7 @@ def decode(
     except UnicodeDecodeError as exc:
         return _binary(raw, limit, _utf8_error(exc))
     if decoding == "text":
-        return _as_text(raw, text, limit)
+        return as_text(raw, text, limit)
     try:
         return _as_json(raw, json.loads(text[1:] if text.startswith("\ufeff") else text), limit)
     except (ValueError, RecursionError) as exc:

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 
 
 def content_security_policy(host: str | None) -> str:
+    provider = _provider_origin()
     directives = {
         "default-src": "'self'",
         "script-src": "'self'",
@@ -23,7 +24,7 @@ def content_security_policy(host: str | None) -> str:
         "base-uri": "'none'",
         # Logging out ends the identity provider's session too: the logout form's answer redirects there, and
         # browsers hold a form's redirects to form-action.
-        "form-action": f"'self' {_provider_origin()}" if _provider_origin() else "'self'",
+        "form-action": f"'self' {provider}".rstrip(),
         "frame-ancestors": "'none'",
     }
     return "; ".join(f"{name} {value}" for name, value in directives.items())

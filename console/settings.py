@@ -179,6 +179,8 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 # Single sign-on with an OpenID Connect provider (console/identity/oidc.py): on when an issuer is set.
+# Who signs people in, in order; Django's own backend (local accounts) comes last.
+_sign_in_backends: list[str] = []
 KAZAMI_OIDC_ISSUER = env_str("KAZAMI_OIDC_ISSUER", "").rstrip("/")
 KAZAMI_OIDC_CLIENT_ID = env_str("KAZAMI_OIDC_CLIENT_ID", "")
 KAZAMI_OIDC_CLIENT_SECRET = env_str("KAZAMI_OIDC_CLIENT_SECRET", "")
@@ -198,7 +200,7 @@ if KAZAMI_OIDC_ISSUER:
         parse_role_map(KAZAMI_OIDC_ROLE_MAP)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    AUTHENTICATION_BACKENDS = ["console.identity.oidc.Backend", "django.contrib.auth.backends.ModelBackend"]
+    _sign_in_backends.append("console.identity.oidc.Backend")
 # LDAP sign-in through the login form (console/identity/ldap.py): on when a URL is set.
 KAZAMI_LDAP_URL = env_str("KAZAMI_LDAP_URL", "")
 KAZAMI_LDAP_START_TLS = env_bool("KAZAMI_LDAP_START_TLS", False)
@@ -222,11 +224,7 @@ if KAZAMI_LDAP_URL:
         parse_role_map(KAZAMI_LDAP_ROLE_MAP)
     except ValueError as exc:
         raise ConfigError(str(exc).replace("KAZAMI_OIDC_ROLE_MAP", "KAZAMI_LDAP_ROLE_MAP")) from None
-    AUTHENTICATION_BACKENDS = [
-        *[b for b in globals().get("AUTHENTICATION_BACKENDS", []) if b != "django.contrib.auth.backends.ModelBackend"],
-        "console.identity.ldap.Backend",
-        "django.contrib.auth.backends.ModelBackend",
-    ]
+    _sign_in_backends.append("console.identity.ldap.Backend")
     _ldap_tls = {
         "validate": ssl.CERT_REQUIRED,
         **({"ca_certs_file": KAZAMI_LDAP_CA_FILE} if KAZAMI_LDAP_CA_FILE else {}),
@@ -249,6 +247,7 @@ if KAZAMI_LDAP_URL:
     LDAP_AUTH_SYNC_USER_RELATIONS = "console.identity.ldap.sync_roles"
     LDAP_AUTH_CONNECT_TIMEOUT = 10
     LDAP_AUTH_RECEIVE_TIMEOUT = 10
+AUTHENTICATION_BACKENDS = [*_sign_in_backends, "django.contrib.auth.backends.ModelBackend"]
 OIDC_RP_CLIENT_ID = KAZAMI_OIDC_CLIENT_ID
 OIDC_RP_CLIENT_SECRET = KAZAMI_OIDC_CLIENT_SECRET
 OIDC_RP_SCOPES = KAZAMI_OIDC_SCOPES

@@ -10,13 +10,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.local.certs import generate_certs
 from console.devserver import free_port
+from tests.shared_services import server_process
 
 SUFFIX = "dc=kazami,dc=test"
 ROOT_DN = f"cn=admin,{SUFFIX}"
@@ -24,7 +24,6 @@ ROOT_PASSWORD = "kz-directory-root-5!"  # a throwaway directory's
 PEOPLE = f"ou=people,{SUFFIX}"
 GROUPS = f"ou=groups,{SUFFIX}"
 SCHEMAS = ("core", "cosine", "inetorgperson")
-START_TIMEOUT_S = 30
 
 
 @dataclass(frozen=True)
@@ -90,17 +89,9 @@ def directory(people: dict[str, str], groups: dict[str, list[str]]) -> Iterator[
     (home / "slapd.conf").write_text(_config(home, certs))
     port = free_port()
     url = f"ldap://127.0.0.1:{port}"
-    log = open(home / "slapd.log", "wb")  # noqa: SIM115 - open for the server's lifetime
     # -d 0: in the foreground (slapd forks otherwise), its log to stderr.
-    process = subprocess.Popen(
-        [slapd, "-f", str(home / "slapd.conf"), "-h", f"{url}/", "-d", "0"], stdout=log, stderr=subprocess.STDOUT
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _listening(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"slapd did not start: {(home / 'slapd.log').read_text(errors='replace')[-2000:]}")
-            time.sleep(0.1)
+    command = [slapd, "-f", str(home / "slapd.conf"), "-h", f"{url}/", "-d", "0"]
+    with server_process(command, home, "slapd", lambda: _listening(port)):
         added = subprocess.run(
             ["ldapadd", "-x", "-H", url, "-D", ROOT_DN, "-w", ROOT_PASSWORD],
             input=entries(people, groups),
@@ -112,14 +103,6 @@ def directory(people: dict[str, str], groups: dict[str, list[str]]) -> Iterator[
         if added.returncode != 0:
             raise RuntimeError(f"ldapadd failed: {added.stderr[-2000:]}")
         yield Directory(url, certs / "ca.pem")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def _listening(port: int) -> bool:

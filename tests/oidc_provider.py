@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
+import os
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 from broker.local.maven import copy_dependencies, jars_complete
 from console.devserver import free_port
+from tests.shared_services import server_process
 
 HERE = Path(__file__).resolve().parent / "identity"
 JARS = HERE / "jars"
 MAIN = "no.nav.security.mock.oauth2.StandaloneMockOAuth2ServerKt"
 ISSUER_ID = "kazami"
-START_TIMEOUT_S = 60
 
 
 def fetch_jars() -> None:
@@ -40,35 +39,21 @@ def provider() -> Iterator[str]:
     config = {"interactiveLogin": True, "httpServer": "NettyWrapper"}
     env = {"SERVER_PORT": str(port), "SERVER_HOSTNAME": "127.0.0.1", "JSON_CONFIG": json.dumps(config)}
     classpath = ":".join(str(p) for p in sorted(JARS.glob("*.jar")))
-    with open(home / "provider.log", "wb") as log:
-        process = subprocess.Popen(
-            ["java", "-Xmx256m", "-cp", classpath, MAIN], env={**_path_env(), **env}, stdout=log, stderr=log
-        )
     issuer = f"http://127.0.0.1:{port}/{ISSUER_ID}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=2):  # noqa: S310
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the identity provider did not start: {(home / 'provider.log').read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.3)
+    command = ["java", "-Xmx256m", "-cp", classpath, MAIN]
+    with server_process(command, home, "identity provider", lambda: _answers(issuer), env={**_path_env(), **env}):
         yield issuer
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+
+
+def _answers(issuer: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=2):  # noqa: S310
+            return True
+    except OSError:
+        return False
 
 
 def _path_env() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if k in ("PATH", "JAVA_HOME", "HOME", "LANG")}
 
 

@@ -1,6 +1,7 @@
 """PostgreSQL and Redis as a team's deployment shares them between console instances, run by the tests as their own
 processes on loopback ports from Debian's packages (`make system-deps` installs postgresql and redis-server): no
-system service is started or used. Each is started in a folder of its own and stopped (data removed) afterwards."""
+system service is started or used. Each is started in a folder of its own and stopped (data removed) afterwards.
+``server_process`` is how the tests run such a server (also the OpenLDAP and OpenID Connect servers beside this)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from console.devserver import free_port
@@ -106,21 +107,34 @@ def redis() -> Iterator[str]:
         "--dir",
         str(home),
     ]
-    with open(home / "redis.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    with server_process(command, home, "redis-server", lambda: _answers(port)):
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+@contextlib.contextmanager
+def server_process(
+    command: list[str], home: Path, name: str, ready: Callable[[], bool], env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A server of the test's own: ``command`` run with its output in ``home/<name>.log`` until ``ready()`` says it
+    answers (RuntimeError with the log's end if it exits or START_TIMEOUT_S pass first); stopped, and ``home``
+    removed, afterwards."""
+    log_path = home / f"{name}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _answers(port):
+        while not ready():
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not start: {(home / 'redis.log').read_text()[-2000:]}")
+                raise RuntimeError(f"{name} did not start: {log_path.read_text(errors='replace')[-2000:]}")
             time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield process
     finally:
         process.terminate()
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait()
         shutil.rmtree(home, ignore_errors=True)
 
 
