@@ -476,5 +476,39 @@ class NewUserForm(forms.Form):
 
 
 class UserRoleForm(forms.Form):
-    role = forms.ChoiceField(choices=ROLE_CHOICES)
+    # "" is no global role: the user reads only what its grants reach.
+    role = forms.ChoiceField(choices=[*ROLE_CHOICES, ("", "grants only")], required=False)
     active = forms.BooleanField(required=False)
+
+
+class GrantForm(forms.Form):
+    """A scoped role for a user or a team: a role on a cluster, or on its resources of one kind matching a glob."""
+
+    user = forms.CharField(max_length=150, required=False, help_text="a user, or leave empty and name a team")
+    team = forms.CharField(max_length=150, required=False, help_text="a group the identity provider or directory names")
+    cluster = forms.CharField(max_length=100, initial="*", help_text="a cluster's name, or a glob (* for all)")
+    resource = forms.ChoiceField(
+        choices=[
+            ("topic", "topics"),
+            ("group", "consumer groups"),
+            ("connector", "connectors"),
+            ("subject", "schema subjects"),
+            ("cluster", "the whole cluster"),
+        ],
+        initial="topic",
+    )
+    pattern = forms.CharField(max_length=255, initial="*", label="Names", help_text="a glob: orders.*, team-a-?")
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial="viewer")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("user", "").strip()) == bool(data.get("team", "").strip()):
+            raise forms.ValidationError("Name a user or a team (one of them).")
+        if data.get("resource") == "cluster":
+            data["pattern"] = "*"
+        return data
+
+    @property
+    def spec(self) -> str:
+        d = self.cleaned_data
+        return f"{d['cluster'].strip()}:{d['resource']}:{d['pattern'].strip()}:{d['role']}"

@@ -159,6 +159,39 @@ class Access(models.Model):
         return "console permissions"
 
 
+class Grant(models.Model):
+    """A scoped role: ``role`` on the clusters matching ``cluster`` (a glob), on all of each or on its resources of
+    one kind whose names match ``pattern`` (console.identity.roles.Grant), given to one user or to everyone in a
+    ``team`` (a group the identity provider or the directory names; a user's teams are kept as Django groups)."""
+
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.CASCADE, related_name="grants")
+    team = models.CharField(max_length=150, blank=True, default="")
+    cluster = models.CharField(max_length=100)
+    resource = models.CharField(max_length=16)
+    pattern = models.CharField(max_length=255)
+    role = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "cluster", "resource", "pattern", "id"]
+        indexes = [models.Index(fields=["team"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(user__isnull=False) & models.Q(team=""))
+                | (models.Q(user__isnull=True) & ~models.Q(team="")),
+                name="grant_user_or_team",
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = self.user.get_username() if self.user_id and self.user else f"team {self.team}"
+        return f"{who}: {self.spec}"
+
+    @property
+    def spec(self) -> str:
+        return f"{self.cluster}:{self.resource}:{self.pattern}:{self.role}"
+
+
 class AuditEntry(models.Model):
     """One change someone made or tried to make, and how it ended."""
 

@@ -9,6 +9,7 @@ from console.views import alerts as alert_views
 from console.views import brokerconfigs as broker_config_views
 from console.views import cluster as cluster_views
 from console.views import connect as connect_views
+from console.views import grants as grant_views
 from console.views import masking as masking_views
 from console.views import quotas as quota_views
 from console.views import schemas as schema_views
@@ -45,6 +46,8 @@ urlpatterns = [
     path("oidc/callback/", access.sso_callback, name="oidc-callback"),
     path("audit/", access.audit_log, name="audit-log"),
     path("users/", access.users, name="users"),
+    path("users/grants/", grant_views.grant_new, name="grant-new"),
+    path("users/grants/<int:grant>/delete/", grant_views.grant_delete, name="grant-delete"),
     path("users/<str:username>/", access.user_change, name="user-change"),
     path(CLUSTER, cluster_views.cluster_overview, name="cluster-overview"),
     # Topics
@@ -249,6 +252,8 @@ urlpatterns = [
     path("api/jobs/<int64:job_id>/cancel/", analytics.api_job_cancel, name="api-job-cancel"),
     path("api/jobs/<int64:job_id>/result/", analytics.api_job_result, name="api-job-result"),
     path("api/audit/", access.audit_api, name="api-audit"),
+    path("api/grants/", grant_views.api_grants, name="api-grants"),
+    path("api/grants/<int:grant>/", grant_views.api_grant, name="api-grant"),
     path("healthz", cluster_views.health, name="health"),
 ]
 

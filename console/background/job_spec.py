@@ -205,6 +205,14 @@ def _flag(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() in ("1", "true", "on", "yes"))
 
 
+def job_reads(job: AnalyticsJob) -> tuple[str, list[str]]:
+    """What ``job`` reads, for who may see it: ("group", its groups) for a lag report (none: every group), else
+    ("topic", its topics; a query's tables)."""
+    if job.report == "lag":
+        return "group", [str(g) for g in job.params.get("groups") or []]
+    return "topic", [str(t) for t in job.params.get("topics") or []]
+
+
 def spec_of(job: AnalyticsJob) -> JobSpec:
     """What ``job``'s row asks (kept by :func:`params_of`)."""
     p = job.params

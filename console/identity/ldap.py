@@ -23,7 +23,7 @@ from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import escape_rdn
 
 from console import access
-from console.identity.roles import ROLE_ORDER, parse_role_map, role_from_claims
+from console.identity.roles import parse_role_map, role_from_claims
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,14 @@ def group_names(connection: ldap3.Connection, dn: str) -> list[str]:
 
 
 def sync_roles(user: User, attributes: dict[str, Any], *, connection: ldap3.Connection, dn: str) -> None:
-    """django-python3-ldap's LDAP_AUTH_SYNC_USER_RELATIONS: the role the user's groups map to, or none."""
+    """django-python3-ldap's LDAP_AUTH_SYNC_USER_RELATIONS: the role the user's groups map to (or none), and the
+    groups as the user's teams, whose grants it holds."""
     groups = group_names(connection, dn)
     role = role_from_claims({"groups": groups}, "groups", parse_role_map(settings.KAZAMI_LDAP_ROLE_MAP))
-    if role is None:
-        log.info("ldap: %s is in no group the role map names (%s): refused", user.username, ", ".join(groups))
-        user.groups.remove(*user.groups.filter(name__in=ROLE_ORDER))
-    elif access.role_of(user) != role:
-        access.set_role(user, role)
+    if not access.signed_in_as(user, role, groups):
+        log.info(
+            "ldap: %s is in no group the role map or a grant names (%s): refused", user.username, ", ".join(groups)
+        )
 
 
 class Backend(LDAPBackend):
@@ -79,6 +79,6 @@ class Backend(LDAPBackend):
         if known is not None and (known.has_usable_password() or not known.is_active):
             return None  # a local account (Django's backend checks it), or disabled by an admin
         user: User | None = super().authenticate(request, username=name, password=password)
-        if user is None or not user.is_active or access.role_of(user) is None:
+        if user is None or not user.is_active or not access.scope_of(user).anything:
             return None
         return user

@@ -37,7 +37,8 @@ from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthen
 
 from broker.errors import KazamiError
 from console import access
-from console.identity.roles import parse_role_map, role_from_claims
+from console.access import grants
+from console.identity.roles import groups_in, parse_role_map, role_from_claims
 
 log = logging.getLogger(__name__)
 
@@ -114,22 +115,21 @@ class Backend(OIDCAuthenticationBackend):
         return users
 
     def create_user(self, claims: dict[str, Any]) -> User | None:
-        role = self._role(claims)
-        if role is None:
+        role, teams = self._role(claims), self._teams(claims)
+        if role is None and not grants.team_grants_exist(teams):
+            self._refused(claims)
             return None
         user: User = self.UserModel.objects.create_user(self._username(claims), email=claims.get("email") or "")
-        access.set_role(user, role)
+        access.signed_in_as(user, role, teams)
         return user
 
     def update_user(self, user: User, claims: dict[str, Any]) -> User | None:
-        role = self._role(claims)
-        if role is None:
+        if not access.signed_in_as(user, self._role(claims), self._teams(claims)):
+            self._refused(claims)
             return None
         if claims.get("email") and user.email != claims["email"]:
             user.email = claims["email"]
             user.save(update_fields=["email"])
-        if access.role_of(user) != role:
-            access.set_role(user, role)
         return user
 
     def _username(self, claims: dict[str, Any]) -> str:
@@ -137,10 +137,14 @@ class Backend(OIDCAuthenticationBackend):
         return str(value).strip()[:150] if value else ""
 
     def _role(self, claims: dict[str, Any]) -> str | None:
-        role = role_from_claims(claims, settings.KAZAMI_OIDC_ROLES_CLAIM, parse_role_map(settings.KAZAMI_OIDC_ROLE_MAP))
-        if role is None:
-            log.info("oidc: %s signed in with no group the role map names: refused", self._username(claims))
-        return role
+        return role_from_claims(claims, settings.KAZAMI_OIDC_ROLES_CLAIM, parse_role_map(settings.KAZAMI_OIDC_ROLE_MAP))
+
+    def _teams(self, claims: dict[str, Any]) -> list[str]:
+        """The groups in the roles claim: the user's teams, whose grants it holds."""
+        return groups_in(claims, settings.KAZAMI_OIDC_ROLES_CLAIM)
+
+    def _refused(self, claims: dict[str, Any]) -> None:
+        log.info("oidc: %s signed in with no group the role map or a grant names: refused", self._username(claims))
 
 
 class SignIn(OIDCAuthenticationRequestView):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ROLE_ORDER = ("viewer", "operator", "admin")  # weakest first (console.access's roles)
+from console.access.grants import ROLE_ORDER, strongest
 
 
 def parse_role_map(text: str) -> dict[str, str]:
@@ -24,16 +24,20 @@ def parse_role_map(text: str) -> dict[str, str]:
     return found
 
 
-def role_from_claims(claims: dict[str, Any], claim: str, role_map: dict[str, str]) -> str | None:
-    """The strongest role ``role_map`` gives the groups in ``claims[claim]`` (a list, or one name); None for none."""
+def groups_in(claims: dict[str, Any], claim: str) -> list[str]:
+    """The group names in ``claims[claim]`` (a list, or one name)."""
     given = claims.get(claim)
     if isinstance(given, str):
-        groups = [given]
-    elif isinstance(given, list):
-        groups = [g for g in given if isinstance(g, str)]
-    else:
-        groups = []
+        return [given]
+    if isinstance(given, list):
+        return [g for g in given if isinstance(g, str)]
+    return []
+
+
+def role_from_claims(claims: dict[str, Any], claim: str, role_map: dict[str, str]) -> str | None:
+    """The strongest role ``role_map`` gives the groups in ``claims[claim]`` (a list, or one name); None for none."""
+    groups = groups_in(claims, claim)
     roles = {role_map[g] for g in groups if g in role_map}
     if "*" in role_map:
         roles.add(role_map["*"])
-    return max(roles, key=ROLE_ORDER.index) if roles else None
+    return strongest(roles)

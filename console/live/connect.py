@@ -7,7 +7,7 @@ says so while the worker is away and recovers when it is back. The two live view
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from broker.connect import connectors as connect
 from broker.connect.connectors import ConnectClient
 from broker.errors import ClusterUnavailable, KazamiError, NotFound
+from console.access import grants
 from console.config.clusters import get_configs
 from console.config.connect import connect_config, connect_configs
 
@@ -32,17 +33,20 @@ def clients_of(cluster: str) -> list[ConnectClient]:
     return [ConnectClient(c) for c in connect_configs(cluster).values()]
 
 
-def connectors_context(cluster: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Context of ``connect/_connectors.html``: every connector of every Connect cluster of ``cluster``
-    (one request each, at once), and the Connect clusters that did not answer."""
+def connectors_context(
+    cluster: str, params: Mapping[str, str] | None = None, keep: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """Context of ``connect/_connectors.html``: every connector of every Connect cluster of ``cluster`` (those
+    ``keep`` keeps, by name; one request each, at once), and the Connect clusters that did not answer."""
     state = (params or {}).get("state", "")
     clients = clients_of(cluster)
     found = connect.list_all(clients)
-    connectors = [c for c in found.connectors if not state or c.state == state or (state == "FAILED" and c.troubled)]
+    every = [c for c in found.connectors if keep is None or keep(c.name)]
+    connectors = [c for c in every if not state or c.state == state or (state == "FAILED" and c.troubled)]
     return {
         "cluster": cluster,
         "connectors": connectors,
-        "total": len(found.connectors),
+        "total": len(every),
         "unanswered": found.unanswered,
         "connect_names": found.asked,
         "configured": bool(clients),
@@ -52,7 +56,8 @@ def connectors_context(cluster: str, params: Mapping[str, str] | None = None) ->
 
 
 def render_connectors(cluster: str, params: Mapping[str, str]) -> str:
-    return render_to_string("connect/_connectors.html", connectors_context(cluster, params))
+    keep = grants.kept_in(params, cluster, "connector")
+    return render_to_string("connect/_connectors.html", connectors_context(cluster, params, keep))
 
 
 def status_context(cluster: str, connect_name: str, name: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from console.config.clusters import get_configs, get_connection
 from console.live import pollers, tails
 from console.live.fragments import LIVE_FRAGMENTS
 from console.live.search import search_spec_from, stream_search
-from console.live.sessions import CLOSE_MASKING, CLOSE_UNKNOWN, Rechecked, fresh_scope, refusal
+from console.live.sessions import CLOSE_MASKING, CLOSE_UNKNOWN, Rechecked, fresh_scope, live_refusal, refusal
 from console.live.tasks import TaskConsumer
 from console.present.masking import masker_for
 
@@ -43,6 +43,9 @@ class LiveConsumer(Rechecked):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode(), keep_blank_values=False)
         params = {k: v[0] for k, v in query.items() if v}
+        if code := await database_sync_to_async(live_refusal)(self.scope["user"], cluster, view, params):
+            await self.close(code=code)
+            return
         self.key = pollers.key_of(cluster, view, params)
         await self.channel_layer.group_add(pollers.group_name(self.key), self.channel_name)
         await self.accept()

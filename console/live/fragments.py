@@ -7,7 +7,7 @@ so a live page turns red when brokers go away and back when they return.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -18,7 +18,9 @@ from broker.cluster.quorum import NotKRaft, get_quorum
 from broker.errors import ClusterUnavailable, KazamiError
 from broker.groups import lag as groups
 from broker.replication.health import get_replication
+from console.access import grants
 from console.background import jobs
+from console.background.job_spec import job_reads
 from console.config.clusters import get_connection
 from console.live.connect import render_connectors, render_status
 from console.models import AnalyticsJob
@@ -127,10 +129,12 @@ GROUP_LABELS = {
 _last_totals: dict[str, dict[str, int]] = {}
 
 
-def groups_context(cluster: str, params: Mapping[str, str], track: bool = False) -> dict[str, Any]:
-    """Context of ``groups/_table.html``: the listing of groups with their status; with ``track``, each row
-    carries how its total lag moved since the previous tracked render. Raises UnknownCluster,
-    InvalidInput (bad list parameters)."""
+def groups_context(
+    cluster: str, params: Mapping[str, str], track: bool = False, keep: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
+    """Context of ``groups/_table.html``: the listing of groups with their status (those ``keep`` keeps, by id);
+    with ``track``, each row carries how its total lag moved since the previous tracked render. Raises
+    UnknownCluster, InvalidInput (bad list parameters)."""
     conn = get_connection(cluster)
     hide_empty = params.get("hide_empty") == "1"
     try:
@@ -144,6 +148,8 @@ def groups_context(cluster: str, params: Mapping[str, str], track: bool = False)
             "hide_empty": hide_empty,
             "query_string": "",
         }
+    if keep is not None:
+        found = [g for g in found if keep(g.group_id)]
     judged = verdicts(cluster, found)
     previous = _last_totals.get(cluster, {}) if track else {}
     rows: list[dict[str, Any]] = [
@@ -182,7 +188,8 @@ def groups_context(cluster: str, params: Mapping[str, str], track: bool = False)
 
 
 def render_groups(cluster: str, params: Mapping[str, str]) -> str:
-    return render_to_string("groups/_table.html", groups_context(cluster, params, track=True))
+    keep = grants.kept_in(params, cluster, "group")
+    return render_to_string("groups/_table.html", groups_context(cluster, params, track=keep is None, keep=keep))
 
 
 # The last numbers pushed for each group, to show how they moved since (per console process).
@@ -233,15 +240,20 @@ def message_row(shown: ShownMessage, show_partition: bool = True, oob: bool = Fa
     return render_to_string(template, {"s": shown, "show_partition": show_partition, "oob": oob})
 
 
-def jobs_context(cluster: str) -> dict[str, Any]:
-    """Context of ``analytics/_jobs.html``: the cluster's latest jobs (queued and running ones first)."""
+def jobs_context(cluster: str, keep: Callable[[AnalyticsJob], bool] | None = None) -> dict[str, Any]:
+    """Context of ``analytics/_jobs.html``: the cluster's latest jobs (queued and running ones first; those
+    ``keep`` keeps)."""
     jobs.dispatch()
     recent = list(AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:50])
+    if keep is not None:
+        recent = [j for j in recent if keep(j)]
     return {"cluster": cluster, "jobs": recent, "labels": JOB_LABELS}
 
 
 def render_jobs(cluster: str, params: Mapping[str, str]) -> str:
-    return render_to_string("analytics/_jobs.html", jobs_context(cluster))
+    scope = grants.scope_in(params)
+    keep = None if scope is None else (lambda j: scope.sees_every(cluster, *job_reads(j)))
+    return render_to_string("analytics/_jobs.html", jobs_context(cluster, keep))
 
 
 def job_status_context(job: AnalyticsJob) -> dict[str, Any]:

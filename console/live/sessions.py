@@ -16,7 +16,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from console.access import has
+from console.access import has, scope_of, scoped_refusal, sees_all
+from console.access.grants import GRANTS_PARAM
+from console.background.job_spec import job_reads
+from console.models import AnalyticsJob
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +31,62 @@ CLOSE_MASKING = 4409  # the user's role now sees a tailed topic masked different
 
 
 async def refusal(scope: dict[str, Any]) -> int | None:
-    """The close code for a websocket whose session may not read the console, or None. (The origin is
-    checked before: console.asgi wraps every consumer in console.live.origin.SameOrigin.)"""
+    """The close code for a websocket whose session may not read the console, or what its route names (a topic
+    outside the user's grants: CLOSE_UNKNOWN, as for one that does not exist), or None. (The origin is checked
+    before: console.asgi wraps every consumer in console.live.origin.SameOrigin.)"""
     user = scope.get("user")
     if user is None:
         return CLOSE_LOGIN
-    if await database_sync_to_async(has)(user, "view_console"):
+    kwargs = scope.get("url_route", {}).get("kwargs", {})
+    code: int | None = await database_sync_to_async(_refusal)(user, kwargs)
+    return code
+
+
+def _refusal(user: Any, kwargs: dict[str, Any]) -> int | None:
+    if has(user, "view_console"):
         return None
-    return CLOSE_FORBIDDEN if user.is_authenticated else CLOSE_LOGIN
+    if not user.is_authenticated:
+        return CLOSE_LOGIN
+    held = scope_of(user)
+    if not held.grants:
+        return CLOSE_FORBIDDEN
+    if "view" in kwargs:  # a live view: LiveConsumer asks live_refusal, which knows what each view shows
+        cluster = kwargs.get("cluster")
+        return None if cluster and held.on_cluster(cluster) else CLOSE_UNKNOWN
+    refused = scoped_refusal(held, None, kwargs)
+    if refused is None:
+        return None
+    return CLOSE_UNKNOWN if refused[0] == 404 else CLOSE_FORBIDDEN
+
+
+# Live views of one thing: view -> (what it shows, the parameter naming it).
+_LIVE_ONE = {"group": ("group", "group"), "connector": ("connector", "name")}
+# Live views of a list, drawn for the grants of a user whose roles on the cluster are scoped.
+_LIVE_LISTS = {"groups", "connectors", "jobs"}
+
+
+def live_refusal(user: Any, cluster: str, view: str, params: dict[str, str]) -> int | None:
+    """Whether a user may watch live ``view`` of ``cluster`` with ``params`` (a close code, or None). For a user
+    whose roles there are scoped, a list is drawn for its grants (set in ``params``), one thing only when a grant
+    reaches it, and a view of the whole cluster (overview, quorum, replication, the live query) is refused. A
+    grants parameter the browser sent is dropped. Reads the database: call it off the event loop."""
+    params.pop(GRANTS_PARAM, None)
+    if sees_all(user, cluster):
+        return None
+    held = scope_of(user)
+    if view in _LIVE_LISTS:
+        params[GRANTS_PARAM] = "\n".join(str(g) for g in held.grants)
+        return None
+    if view in _LIVE_ONE:
+        kind, param = _LIVE_ONE[view]
+        return None if held.sees(cluster, kind, params.get(param, "")) else CLOSE_UNKNOWN
+    if view == "job":
+        try:
+            job = AnalyticsJob.objects.get(pk=int(params.get("id", "0")))
+        except (ValueError, AnalyticsJob.DoesNotExist):
+            return None  # drawn as "No such job."
+        return None if held.sees_every(job.cluster, *job_reads(job)) else CLOSE_UNKNOWN
+    return CLOSE_FORBIDDEN
 
 
 async def refusal_now(scope: dict[str, Any]) -> int | None:

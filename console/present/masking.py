@@ -11,7 +11,8 @@ from django.conf import settings
 
 from broker.decode import AvroSchema, RecordDecoder
 from broker.messages.masking import ROLE_LEVELS, Masker, MaskRule, Reader, avro_reader, registry_reader, rules_for
-from console.access import VIEWER, role_of
+from console.access import VIEWER, role_on
+from console.access.grants import ROLE_ORDER
 from console.present.messages import decoding_for
 
 
@@ -50,7 +51,7 @@ def masker_for(user: Any, cluster: str, topic: str) -> Masker:
     """:func:`masker_for_role` of ``user``'s role. Reads the database: call it off the event loop."""
     if not any(r.covers(cluster, topic) for r in get_rules(cluster)):
         return Masker()  # no rule for the topic: no need to look the role up
-    return masker_for_role(cluster, topic, role_of(user))
+    return masker_for_role(cluster, topic, role_on(user, cluster, "topic", topic))
 
 
 # --- beyond the record pages: analytics, the live topic, the audit log ------------------------------
@@ -114,12 +115,15 @@ def hidden_from_role(
 
 
 def hidden_from(user: Any, cluster: str, topics: Iterable[str], fields: Iterable[str] | None) -> Hidden | None:
-    """:func:`hidden_from_role` of ``user``'s role (reads the database only when a rule covers a topic)."""
+    """:func:`hidden_from_role` of ``user``'s role (its weakest on those topics, when grants give it different
+    roles on them; reads the database only when a rule covers a topic)."""
     wanted = list(topics)
     rules = get_rules(cluster)
     if not any(r.covers(cluster, t) for r in rules for t in wanted):
         return None
-    return hidden_from_role(role_of(user), cluster, wanted, fields)
+    held = [role_on(user, cluster, "topic", t) for t in wanted]
+    weakest = None if None in held else min(held, key=lambda r: ROLE_ORDER.index(r or VIEWER), default=None)
+    return hidden_from_role(weakest, cluster, wanted, fields)
 
 
 def lowest_role_rules(cluster: str, topics: Iterable[str]) -> dict[str, tuple[MaskRule, ...]]:

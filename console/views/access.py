@@ -25,9 +25,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from broker.errors import InvalidInput, NotFound
 from console import access
 from console.errors import api_view, page_view
-from console.forms import NewUserForm, UserRoleForm
+from console.forms import GrantForm, NewUserForm, UserRoleForm
 from console.identity import oidc
-from console.models import AuditEntry
+from console.models import AuditEntry, Grant
 from console.params import int_param
 from console.present.listing import Listing, csv_file, wants_csv
 
@@ -226,10 +226,32 @@ def audit_api(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _users_page(request: HttpRequest, form: NewUserForm | None = None, status: int = 200) -> HttpResponse:
+def users_page(
+    request: HttpRequest, form: NewUserForm | None = None, status: int = 200, grant_form: GrantForm | None = None
+) -> HttpResponse:
+    """The Users page: every user with its role, teams and grants; the grants of teams; the forms."""
     users = User.objects.order_by("username").prefetch_related("groups")
-    rows = [{"user": u, "role": access.role_of(u)} for u in users]
-    context = {"rows": rows, "form": form or NewUserForm(), "roles": list(access.ROLES)}
+    stored = list(Grant.objects.select_related("user"))
+    by_user: dict[int, list[Grant]] = {}
+    for g in stored:
+        if g.user_id is not None:
+            by_user.setdefault(g.user_id, []).append(g)
+    rows = [
+        {
+            "user": u,
+            "role": access.role_of(u),
+            "teams": sorted(g.name for g in u.groups.all() if g.name not in access.ROLES),
+            "grants": by_user.get(u.pk, []),
+        }
+        for u in users
+    ]
+    context = {
+        "rows": rows,
+        "form": form or NewUserForm(),
+        "roles": list(access.ROLES),
+        "team_grants": [g for g in stored if g.team],
+        "grant_form": grant_form or GrantForm(),
+    }
     return render(request, "access/users.html", context, status=status)
 
 
@@ -238,16 +260,16 @@ def _users_page(request: HttpRequest, form: NewUserForm | None = None, status: i
 @access.needs("user.change")
 def users(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return _users_page(request)
+        return users_page(request)
     form = NewUserForm(request.POST)
     if not form.is_valid():
-        return _users_page(request, form, status=400)
+        return users_page(request, form, status=400)
     data = form.cleaned_data
     try:
         validate_password(data["password"], User(username=data["username"]))
     except ValidationError as exc:
         form.add_error("password", exc)
-        return _users_page(request, form, status=400)
+        return users_page(request, form, status=400)
 
     def create() -> User:
         user = User.objects.create_user(data["username"], password=data["password"])
@@ -274,10 +296,14 @@ def user_change(request: HttpRequest, username: str) -> HttpResponse:
         raise InvalidInput("You cannot take the admin role or the login away from yourself.")
 
     def change() -> None:
-        access.set_role(user, data["role"])
+        if data["role"]:
+            access.set_role(user, data["role"])
+        else:
+            access.take_role(user)
         user.is_active = data["active"]
         user.save(update_fields=["is_active"])
 
     access.perform(request, "user.change", None, username, {"role": data["role"], "active": data["active"]}, change)
-    messages.success(request, f"{username}: {data['role']}, {'active' if data['active'] else 'login disabled'}.")
+    shown = data["role"] or "grants only"
+    messages.success(request, f"{username}: {shown}, {'active' if data['active'] else 'login disabled'}.")
     return redirect("users")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,8 +24,9 @@ from analytics.spark import SparkUnavailable, check_jobs, shown
 from analytics.sql import check_sql
 from broker.errors import InvalidInput, KazamiError, NotFound
 from broker.topics import read as topics
-from console.access import Forbidden, perform, role_of
+from console.access import Forbidden, NotVisible, perform, role_of, scoped, sees_every, visible
 from console.background import job_spec, jobs, live_analytics
+from console.background.job_spec import job_reads
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.live.fragments import job_status_context, jobs_context, live_context
@@ -123,6 +125,7 @@ def _spark_problem(live: bool = False) -> str | None:
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@scoped
 def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
     """The report form (operators) and the cluster's job history (live)."""
     conn = get_connection(cluster)  # an unknown cluster is a 404 before anything else
@@ -142,13 +145,13 @@ def analytics_home(request: HttpRequest, cluster: str) -> HttpResponse:
         else:
             return redirect("analytics-job", cluster=cluster, job_id=job.pk)
     context = {
-        **jobs_context(cluster),
+        **jobs_context(cluster, keep=seen_jobs(request.user)),
         "values": values,
         "error": error,
         "spark_problem": _spark_problem(),
         "reports": LABELS,
         "ranges": list(RANGES.items()),
-        "topic_names": _topic_names(conn),
+        "topic_names": _topic_names(request, cluster, conn),
         "buckets": list(BUCKETS),
         "max_jobs": settings.KAZAMI_ANALYTICS_MAX_JOBS,
         "spark_where": (
@@ -194,12 +197,18 @@ def _last_day() -> dict[str, str]:
     return {"from": (now - timedelta(hours=24)).isoformat(), "to": now.isoformat()}
 
 
-def _topic_names(conn: Any) -> list[str]:
-    """For the form's suggestions; none when the cluster does not answer (the form still works)."""
+def _topic_names(request: HttpRequest, cluster: str, conn: Any) -> list[str]:
+    """For the form's suggestions (those the user may see); none when the cluster does not answer (the form still
+    works)."""
     try:
-        return [t.name for t in topics.get_topics(conn)]
+        return visible(request, cluster, "topic", [t.name for t in topics.get_topics(conn)], str)
     except KazamiError:
         return []
+
+
+def seen_jobs(user: Any) -> Callable[[AnalyticsJob], bool]:
+    """Whether ``user`` may see a job: all it reads (console.access.sees_every)."""
+    return lambda job: sees_every(user, job.cluster, *job_reads(job))
 
 
 def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> AnalyticsJob:
@@ -213,7 +222,11 @@ def _start(request: HttpRequest, cluster: str, data: dict[str, Any]) -> Analytic
     target = ",".join(str(t) for t in named) if isinstance(named, list) else str(named or "")
     shown = ("report", "topics", "groups", "bucket", "from", "to", "offsets", "approximate", "sql")
     params: dict[str, Any] = {k: data.get(k) for k in shown if k in data}
-    return perform(request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}")
+    # A grant must reach every group (a lag report) or topic it reads; a lag report of every group, the cluster.
+    kind = ("group" if data.get("report") == "lag" else "topic") if target else None
+    return perform(
+        request, "analytics.start", cluster, target, params, start, lambda job: f"job {job.pk} {job.status}", kind
+    )
 
 
 def _sql_topics(text: Any) -> list[str]:
@@ -242,6 +255,7 @@ def quick_job(request: HttpRequest, cluster: str, topic: str, report: str) -> Ht
 
 @require_POST
 @page_view
+@scoped
 def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
     """ "Lag report" on the groups page (every group) and on a group's page (``group``): the last 24 hours."""
     group = request.POST.get("group", "").strip()
@@ -251,8 +265,9 @@ def lag_report_job(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @require_GET
 @page_view
+@scoped
 def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
-    job = _job_of(cluster, job_id)
+    job = _job_of(cluster, job_id, request)
     hidden = hidden_result(request.user, job)
     rows = job.result.rows if job.status == AnalyticsJob.SUCCEEDED and hasattr(job, "result") else []
     if hidden is not None:
@@ -280,8 +295,9 @@ def job_page(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
 
 @require_POST
 @page_view
+@scoped
 def job_cancel(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
-    job = _job_of(cluster, job_id)
+    job = _job_of(cluster, job_id, request)
     _cancel(request, job)
     return redirect("analytics-job", cluster=cluster, job_id=job.pk)
 
@@ -294,15 +310,24 @@ def _cancel(request: HttpRequest, job: AnalyticsJob) -> AnalyticsJob:
 
 @require_GET
 @page_view
+@scoped
 def job_download(request: HttpRequest, cluster: str, job_id: int, fmt: str) -> HttpResponse:
-    return _download(_job_of(cluster, job_id), fmt, request)
+    return _download(_job_of(cluster, job_id, request), fmt, request)
 
 
-def _job_of(cluster: str, job_id: int) -> AnalyticsJob:
+def _job_of(cluster: str, job_id: int, request: HttpRequest) -> AnalyticsJob:
     get_connection(cluster)
-    job = jobs.get_job(job_id)
+    job = _seen_job(request, job_id)
     if job.cluster != cluster:
         raise NotFound(f"No analytics job {job_id} on cluster {cluster!r}.")
+    return job
+
+
+def _seen_job(request: HttpRequest, job_id: int) -> AnalyticsJob:
+    """Job ``job_id``; NotFound as for an unknown one when it reads what the user may not see."""
+    job = jobs.get_job(job_id)
+    if not seen_jobs(request.user)(job):
+        raise NotVisible(f"No analytics job {job_id}.")
     return job
 
 
@@ -341,6 +366,7 @@ def _download(job: AnalyticsJob, fmt: str, request: HttpRequest) -> HttpResponse
 
 @require_http_methods(["GET", "POST"])
 @api_view
+@scoped
 def api_jobs(request: HttpRequest, cluster: str) -> Any:
     """GET: the cluster's job history (newest first, ``?limit=``); POST: start a job -> 201 {"id", ...}."""
     get_connection(cluster)
@@ -349,13 +375,15 @@ def api_jobs(request: HttpRequest, cluster: str) -> Any:
         return JsonResponse(job_json(job, request), status=201)
     listed = AnalyticsJob.objects.filter(cluster=cluster).order_by("-created_at", "-id")[:200]
     role = role_of(request.user)
-    return {"jobs": [job_json(j, request, role) for j in listed]}
+    keep = seen_jobs(request.user)
+    return {"jobs": [job_json(j, request, role) for j in listed if keep(j)]}
 
 
 @require_GET
 @api_view
+@scoped
 def api_job(request: HttpRequest, job_id: int) -> Any:
-    job = jobs.get_job(job_id)
+    job = _seen_job(request, job_id)
     if not job.finished:
         jobs.dispatch()
         job.refresh_from_db()
@@ -364,14 +392,16 @@ def api_job(request: HttpRequest, job_id: int) -> Any:
 
 @require_POST
 @api_view
+@scoped
 def api_job_cancel(request: HttpRequest, job_id: int) -> Any:
-    return job_json(_cancel(request, jobs.get_job(job_id)), request)
+    return job_json(_cancel(request, _seen_job(request, job_id)), request)
 
 
 @require_GET
 @api_view
+@scoped
 def api_job_result(request: HttpRequest, job_id: int) -> Any:
-    job = jobs.get_job(job_id)
+    job = _seen_job(request, job_id)
     rows = _rows_of(job, request)
     return {"id": job.pk, "report": job.report, "summary": job.summary, "notes": job.notes, "rows": rows}
 

@@ -20,7 +20,7 @@ from broker.cluster.quorum import get_quorum
 from broker.errors import InvalidInput
 from broker.replication.health import EVENT_KINDS, get_replication
 from broker.times import as_datetime
-from console.access import public
+from console.access import on_cluster, public, scoped, sees_all
 from console.changes import cluster as cluster_changes
 from console.changes import embedded
 from console.config.clusters import get_configs, get_connection
@@ -33,10 +33,13 @@ from console.present import throughput
 
 
 @page_view
+@scoped
 def index(request: HttpRequest) -> HttpResponse:
-    configs = get_configs()
+    configs = {name: c for name, c in get_configs().items() if on_cluster(request.user, name)}
     if len(configs) == 1:
-        return redirect("cluster-overview", cluster=next(iter(configs)))
+        name = next(iter(configs))
+        # Someone whose roles there are scoped lands on the topics they may see; the overview is the whole cluster's.
+        return redirect("cluster-overview" if sees_all(request.user, name) else "topic-list", cluster=name)
     return render(request, "clusters.html", {"clusters": list(configs.values())})
 
 
@@ -102,6 +105,7 @@ def broker_stop_start(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @require_GET
 @api_view
+@scoped
 def api_clusters(request: HttpRequest) -> list[dict[str, Any]]:
     return [
         {
@@ -111,6 +115,7 @@ def api_clusters(request: HttpRequest) -> list[dict[str, Any]]:
             "url": request.build_absolute_uri(reverse("api-cluster", kwargs={"cluster": c.name})),
         }
         for c in get_configs().values()
+        if on_cluster(request.user, c.name)
     ]
 
 

@@ -17,7 +17,7 @@ from broker.connect import connectors as connect
 from broker.connect.connectors import ConnectConfigInvalid
 from broker.connect.policy import class_allowed
 from broker.errors import ClusterUnavailable, InvalidInput, KazamiError, NotFound
-from console.access import guard
+from console.access import guard, scoped, seen, visible
 from console.changes import connect as connect_changes
 from console.config.connect import connect_configs, connect_policy
 from console.errors import api_view, page_view, status_of
@@ -88,11 +88,16 @@ def _no_connect(cluster: str) -> None:
 # ---------------------------------------------------------------- pages
 
 
+def _name(connector: Any) -> str:
+    return str(connector.name)
+
+
 @require_http_methods(["GET"])
 @page_view
+@scoped
 def connector_list(request: HttpRequest, cluster: str) -> HttpResponse:
     """Every connector of the cluster's Connect clusters, live."""
-    context = connectors_context(cluster, request.GET)
+    context = connectors_context(cluster, request.GET, keep=seen(request, cluster, "connector"))
     if wants_csv(request.GET):
         return csv_file(CSV_COLUMNS, context["connectors"], f"{cluster}-connectors.csv")
     status = 503 if context["all_down"] else 200
@@ -306,6 +311,7 @@ def _raise_unanswered(found: connect.ConnectorList) -> None:
 
 @require_http_methods(["GET", "POST"])
 @api_view
+@scoped
 def api_connectors(request: HttpRequest, cluster: str) -> Any:
     """GET: every connector of every Connect cluster (one request to each). POST (operators):
     ``{"connect", "name", "config"}``, validated by the worker first (400 with ``fields``), 201."""
@@ -321,7 +327,7 @@ def api_connectors(request: HttpRequest, cluster: str) -> Any:
     _raise_unanswered(found)
     return {
         "connect_clusters": found.asked,
-        "connectors": [c.as_dict() for c in found.connectors],
+        "connectors": [c.as_dict() for c in visible(request, cluster, "connector", found.connectors, _name)],
         "unanswered": found.unanswered,
     }
 

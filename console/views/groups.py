@@ -18,7 +18,7 @@ from broker.groups import lag as groups
 from broker.groups.changes import do_reset_offsets
 from broker.replication.health import get_replication
 from broker.topics.read import retention_ms_of
-from console.access import needs, token_allowed
+from console.access import needs, scoped, seen, token_allowed, visible
 from console.changes import groups as group_changes
 from console.config.clusters import get_configs, get_connection
 from console.errors import api_view, page_view, status_of
@@ -49,8 +49,9 @@ EXPORT_COLUMNS = [
 
 @require_GET
 @page_view
+@scoped
 def group_list(request: HttpRequest, cluster: str) -> HttpResponse:
-    context = groups_context(cluster, request.GET)
+    context = groups_context(cluster, request.GET, keep=seen(request, cluster, "group"))
     if wants_csv(request.GET) and context.get("listing") is not None:
         return csv_file(GROUP_CSV, context["listing"].everything, f"{cluster}-groups.csv")
     template = "groups/_table.html" if is_htmx(request) else "groups/list.html"
@@ -84,7 +85,7 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse
 def _chosen(cluster: str, request: HttpRequest) -> list[groups.GroupLag]:
     conn = get_connection(cluster)
     wanted = [g for g in request.GET.get("groups", "").split(",") if g]
-    found = groups.get_groups(conn)
+    found = visible(request, cluster, "group", groups.get_groups(conn), lambda g: g.group_id)
     if wanted:
         known = {g.group_id for g in found}
         missing = [g for g in wanted if g not in known]
@@ -105,6 +106,7 @@ def _rows(cluster: str, chosen: list[groups.GroupLag]) -> list[dict[str, Any]]:
 
 @require_GET
 @page_view
+@scoped
 def export(request: HttpRequest, cluster: str, fmt: str) -> HttpResponse:
     """The lag report of every group (or ?groups=a,b) as CSV or JSON; any other extension is a 404."""
     if fmt not in EXPORT_FORMATS:
@@ -312,9 +314,10 @@ def _group_json(g: groups.GroupLag, verdict: Any) -> dict[str, Any]:
 
 @require_GET
 @api_view
+@scoped
 def api_group_list(request: HttpRequest, cluster: str) -> Any:
     conn = get_connection(cluster)
-    found = groups.get_groups(conn)
+    found = visible(request, cluster, "group", groups.get_groups(conn), lambda g: g.group_id)
     judged = verdicts(cluster, found)
     if request.GET.get("hide_empty") == "1":
         found = [g for g in found if not g.empty]

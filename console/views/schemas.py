@@ -32,7 +32,7 @@ from broker.schemas.registry import (
     parse_references,
 )
 from broker.topics.read import get_topics
-from console.access import guard
+from console.access import guard, scoped, visible
 from console.changes import schemas as schema_changes
 from console.config.clusters import get_connection
 from console.config.registry import registry_for
@@ -160,12 +160,14 @@ def _referenced_by(registry: Registry, subject: str, version: int) -> list[dict[
     return found
 
 
-def _listing(request: HttpRequest, registry: Registry) -> tuple[Listing[str], list[SubjectSummary], str | None]:
-    """The page of subjects asked for (search ``q``, ``deleted``, paging) with their rows, and the global
-    level. Type, latest version and id come from one listing where the registry has it, else per subject
-    shown; the level that applies per subject shown."""
+def _listing(
+    request: HttpRequest, cluster: str, registry: Registry
+) -> tuple[Listing[str], list[SubjectSummary], str | None]:
+    """The page of subjects asked for (search ``q``, ``deleted``, paging; those the user may see) with their rows,
+    and the global level. Type, latest version and id come from one listing where the registry has it, else per
+    subject shown; the level that applies per subject shown."""
     deleted = request.GET.get("deleted", "") in ("1", "true", "on")
-    names = registry.subjects(deleted=deleted)
+    names = visible(request, cluster, "subject", registry.subjects(deleted=deleted), str)
     live = set(registry.subjects()) if deleted else set(names)
     # 25 subjects a page unless asked: a registry without a listing of latest schemas (Apicurio) is asked two
     # requests per subject shown.
@@ -209,6 +211,7 @@ def _base(cluster: str) -> dict[str, Any]:
 
 @require_http_methods(["GET"])
 @page_view
+@scoped
 def schema_list(request: HttpRequest, cluster: str) -> HttpResponse:
     """The registry's subjects (search, soft-deleted ones on request), the global compatibility level."""
     get_connection(cluster)
@@ -220,7 +223,7 @@ def schema_list(request: HttpRequest, cluster: str) -> HttpResponse:
     registry = registry_for(cluster)
     if registry is not None:
         try:
-            context["listing"], context["rows"], context["global_level"] = _listing(request, registry)
+            context["listing"], context["rows"], context["global_level"] = _listing(request, cluster, registry)
         except RegistryError as exc:
             status = 503 if _down(exc) else registry_status(exc)[0]
             context["down"] = str(exc)
@@ -453,13 +456,14 @@ def _registry_info(cluster: str, registry: Registry | None) -> dict[str, Any]:
 @require_http_methods(["GET"])
 @api_view
 @registry_answers
+@scoped
 def api_schemas(request: HttpRequest, cluster: str) -> Any:
     """``{"registry": {"url", "reachable", "compatibility", ...}, "subjects": [...]}``: a page of subjects
     (``q``, ``deleted``, ``page``, ``per_page``); 503 with the same shape when the registry does not answer."""
     registry = _registry(cluster)
     info = {**_registry_info(cluster, registry), "reachable": True, "compatibility": None, "error": None}
     try:
-        listing, rows, info["compatibility"] = _listing(request, registry)
+        listing, rows, info["compatibility"] = _listing(request, cluster, registry)
     except RegistryError as exc:
         if not _down(exc):
             raise

@@ -15,12 +15,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from analytics.sql_catalog import TABLE_COLUMNS, describe_table
 from broker.errors import KazamiError
+from console.access import NotVisible, require_seen, scoped, sees_every
 from console.changes import saved_queries
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
 from console.models import AnalyticsJob
 from console.params import json_object
-from console.views.analytics import RANGES, _spark_problem, _start, _topic_names, _with_range
+from console.views.analytics import RANGES, _spark_problem, _sql_topics, _start, _topic_names, _with_range, seen_jobs
 
 # The ranges a query may read (the reports' own, but for a custom one, which the API takes as from/to).
 SQL_RANGES = [(k, v) for k, v in RANGES.items() if k != "custom"]
@@ -30,6 +31,7 @@ EXAMPLE = "SELECT fields.url, count(*) AS views FROM `page-views` GROUP BY 1 ORD
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@scoped
 def sql_page(request: HttpRequest, cluster: str) -> HttpResponse:
     """GET: the editor (``?sql=`` fills it, ``?q=<id>`` opens a saved query). POST ``action=run``: start the
     query as a job and go to its page; ``action=save``: save it (``name``, ``shared``). A refusal draws the page
@@ -39,9 +41,12 @@ def sql_page(request: HttpRequest, cluster: str) -> HttpResponse:
     opened = None
     if request.GET.get("q"):
         opened = saved_queries.get_visible(request.user, cluster, request.GET["q"])
+        if not _reads_seen(request, cluster, opened.sql):
+            raise NotVisible(f"No saved query {opened.pk} on cluster {cluster!r} that you may open.")
         values.update(sql=opened.sql, name=opened.name, shared="on" if opened.shared else "")
     error = saved = None
     status = 200
+    keep = seen_jobs(request.user)
     if request.method == "POST":
         values.update({k: request.POST.get(k, values[k]) for k in values})
         values["shared"] = request.POST.get("shared", "")  # an unticked box is not sent
@@ -67,10 +72,10 @@ def sql_page(request: HttpRequest, cluster: str) -> HttpResponse:
         "ranges": SQL_RANGES,
         "example": EXAMPLE,
         "spark_problem": _spark_problem(),
-        "topic_names": _topic_names(conn),
+        "topic_names": _topic_names(request, cluster, conn),
         "table_columns": [c for c, _ in TABLE_COLUMNS],
-        "queries": list(saved_queries.visible(request.user, cluster)),
-        "recent": AnalyticsJob.objects.filter(cluster=cluster, report="sql").order_by("-created_at", "-id")[:RECENT],
+        "queries": [q for q in saved_queries.visible(request.user, cluster) if _reads_seen(request, cluster, q.sql)],
+        "recent": [j for j in _recent(cluster) if keep(j)],
     }
     return render(request, "analytics/sql.html", context, status=status)
 
@@ -86,8 +91,18 @@ def saved_query_delete(request: HttpRequest, cluster: str, query_id: int) -> Htt
 # --- API ------------------------------------------------------------------------------------------
 
 
+def _recent(cluster: str) -> list[AnalyticsJob]:
+    return list(AnalyticsJob.objects.filter(cluster=cluster, report="sql").order_by("-created_at", "-id")[:RECENT])
+
+
+def _reads_seen(request: HttpRequest, cluster: str, sql: str) -> bool:
+    """Whether the user may see every table (topic) a saved query reads."""
+    return sees_every(request.user, cluster, "topic", _sql_topics(sql))
+
+
 @require_GET
 @api_view
+@scoped
 def api_tables(request: HttpRequest, cluster: str) -> Any:
     """The editor's completion: without ``topic``, the topics (each a table) and the columns every table has;
     with ``?topic=``, that table's columns and the JSON fields ``fields`` holds, from a small sample (404 for an
@@ -96,7 +111,8 @@ def api_tables(request: HttpRequest, cluster: str) -> Any:
     columns = [{"name": name, "type": kind} for name, kind in TABLE_COLUMNS]
     topic = request.GET.get("topic", "").strip()
     if not topic:
-        return {"topics": _topic_names(conn), "columns": columns}
+        return {"topics": _topic_names(request, cluster, conn), "columns": columns}
+    require_seen(request, cluster, "topic", [topic])
     table = describe_table(conn, topic)
     return {
         "topic": table.topic,

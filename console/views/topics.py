@@ -15,7 +15,7 @@ from broker.errors import AlreadyExists, ClusterUnavailable, KafkaRefused, Kazam
 from broker.groups.lag import get_groups
 from broker.topics import read as topics
 from broker.topics.read import TopicSummary
-from console.access import guard, needs
+from console.access import guard, needs, scoped, visible
 from console.changes import topics as topic_changes
 from console.config.clusters import get_connection
 from console.errors import api_view, page_view, status_of
@@ -74,6 +74,10 @@ class ListedTopic:
         return getattr(self.summary, name)
 
 
+def _name(topic: TopicSummary) -> str:
+    return topic.name
+
+
 def _internal(request: HttpRequest) -> bool:
     """``internal=1``: the list shows Kafka's internal topics too (__consumer_offsets, ...)."""
     return request.GET.get("internal") == "1"
@@ -84,9 +88,12 @@ def _internal(request: HttpRequest) -> bool:
 
 @require_GET
 @page_view
+@scoped
 def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
     internal = _internal(request)
-    found: list[TopicSummary] = topics.get_topics(get_connection(cluster), include_internal=internal)
+    found: list[TopicSummary] = visible(
+        request, cluster, "topic", topics.get_topics(get_connection(cluster), include_internal=internal), _name
+    )
     readers, sampled_at = readers_by_topic(cluster)
     rows = [ListedTopic(t, readers.get(t.name), sampled_at is not None) for t in found]
     listing = make_listing(
@@ -114,6 +121,7 @@ def topic_list(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @page_view
+@scoped
 @needs("topic.create")
 def topic_new(request: HttpRequest, cluster: str) -> HttpResponse:
     conn = get_connection(cluster)
@@ -190,6 +198,8 @@ def topic_consumers_part(request: HttpRequest, cluster: str, topic: str) -> Http
     """The topic page's consumers, drawn after the page (listing every group may take a moment)."""
     topics.get_topic_partitions(get_connection(cluster), topic)  # 404 for an unknown topic
     consumers, error = _consumers(cluster, topic)
+    if consumers is not None:  # only the groups the user may see (its grants)
+        consumers = visible(request, cluster, "group", consumers, lambda c: c.group_id)
     context = {"cluster": cluster, "consumers": consumers, "error": error}
     return render(request, "topics/_consumers.html", context)
 
@@ -356,11 +366,18 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
 
 @require_http_methods(["GET", "POST"])
 @api_view
+@scoped
 def api_topic_list(request: HttpRequest, cluster: str) -> Any:
     if request.method == "POST":
         guard(request, "topic.create", cluster, "")
         return _api_create_topic(request, cluster)
-    rows = topics.get_topics(get_connection(cluster), include_internal=_internal(request))
+    rows = visible(
+        request,
+        cluster,
+        "topic",
+        topics.get_topics(get_connection(cluster), include_internal=_internal(request)),
+        _name,
+    )
     query = request.GET.get("q", "").lower()
     kept = [t for t in rows if query in t.name.lower()]
     readers, sampled_at = readers_by_topic(cluster)

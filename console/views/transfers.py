@@ -21,6 +21,7 @@ from broker.topics.read import get_topic_partitions
 from broker.transfer.export import export_avro, export_lines
 from broker.transfer.records import FORMATS, parse
 from broker.transfer.redrive import scheme_named, survey
+from console.access import NotVisible, scoped, sees_every
 from console.background import transfers
 from console.changes import transfers as transfer_changes
 from console.config.clusters import get_configs, get_connection
@@ -42,25 +43,37 @@ def api_copy(request: HttpRequest, cluster: str, topic: str) -> Any:
     return _accepted(transfer)
 
 
-@require_GET
-@api_view
-def api_task(request: HttpRequest, task: int) -> Any:
+def _seen_task(request: HttpRequest, task: int) -> Transfer:
+    """Task ``task``; NotFound for an unknown one, and for one moving a topic the user may not see."""
     try:
         found = Transfer.objects.get(pk=task)
     except Transfer.DoesNotExist:
         raise NotFound(f"No task {task}.") from None
-    return transfers.as_json(transfers.settled(found))
+    if not sees_every(request.user, found.cluster, "topic", [found.topic]):
+        raise NotVisible(f"No task {task}.")
+    return found
+
+
+@require_GET
+@api_view
+@scoped
+def api_task(request: HttpRequest, task: int) -> Any:
+    return transfers.as_json(transfers.settled(_seen_task(request, task)))
 
 
 @require_POST
 @api_view
+@scoped
 def api_task_cancel(request: HttpRequest, task: int) -> Any:
+    _seen_task(request, task)
     return transfers.as_json(transfer_changes.cancel(request, task))
 
 
 @require_POST
 @api_view
+@scoped
 def api_task_resume(request: HttpRequest, task: int) -> Any:
+    _seen_task(request, task)
     return _accepted(transfer_changes.resume(request, task))
 
 
