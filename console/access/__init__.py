@@ -601,13 +601,19 @@ class Abilities:
 
 
 def abilities(request: HttpRequest) -> dict[str, Any]:
-    """Template context: ``can`` (see Abilities), ``role`` and ``read_only`` of the current cluster."""
+    """Template context: ``can`` (see Abilities), ``role`` and ``read_only`` of the current cluster, and
+    ``partial``: whether the user's roles there are scoped to some of it (the navigation shows only the pages that
+    follow grants)."""
     match = getattr(request, "resolver_match", None)
     kwargs = match.kwargs if match else {}
     cluster = kwargs.get("cluster")
     can = Abilities(request, cluster, kwargs)
     user = getattr(request, "user", AnonymousUser())
     role = role_of(user)
-    if role is None and cluster and user.is_authenticated:
-        role = scope_of(user).role_anywhere(cluster)
-    return {"can": can, "role": role, "read_only": can.read_only, "scoped": role_of(user) is None and role is not None}
+    partial = False
+    if user.is_authenticated and not has(user, "view_console"):
+        shown = cluster or next(iter(get_configs()), None)
+        partial = not (shown and scope_of(user).whole(shown))
+        if role is None and shown:
+            role = scope_of(user).role_anywhere(shown)
+    return {"can": can, "role": role, "read_only": can.read_only, "partial": partial}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.access.grants import ROLE_ORDER, strongest
+# Weakest first: console.access's roles (console.access.grants orders them alike; this module is read by the settings,
+# before Django's models may be imported).
+ROLE_ORDER = ("viewer", "operator", "admin")
 
 
 def parse_role_map(text: str) -> dict[str, str]:
@@ -40,4 +42,4 @@ def role_from_claims(claims: dict[str, Any], claim: str, role_map: dict[str, str
     roles = {role_map[g] for g in groups if g in role_map}
     if "*" in role_map:
         roles.add(role_map["*"])
-    return strongest(roles)
+    return max(roles, key=ROLE_ORDER.index) if roles else None

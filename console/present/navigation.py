@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from broker.errors import UnknownCluster
+from console.access import on_cluster
 from console.config.clusters import get_configs, get_connection
 
 
@@ -27,6 +28,7 @@ class Section:
     mode: str | None = None  # only on a cluster in this mode (zookeeper or kraft), when known
     needs: str | None = None  # "admin", or a permission of console.access (shown only to who has it)
     per_cluster: bool = True  # False: one page for every cluster (users, audit log)
+    scoped: bool = False  # shows what grants reach (a list filtered): offered to a user whose roles are scoped
 
 
 @dataclass(frozen=True)
@@ -52,12 +54,12 @@ GROUPS: tuple[Group, ...] = (
     Group(
         "Data",
         (
-            Section("topics", "Topics", "topic-list", ("topic", "messages", "message")),
-            Section("groups", "Groups", "group-list", ("group",)),
+            Section("topics", "Topics", "topic-list", ("topic", "messages", "message"), scoped=True),
+            Section("groups", "Groups", "group-list", ("group",), scoped=True),
             Section("transactions", "Transactions", "transaction-list", ("transaction",)),
-            Section("schemas", "Schemas", "schema-list", ("schema",)),
-            Section("connectors", "Connect", "connector-list", ("connector",)),
-            Section("analytics", "Analytics", "analytics-home", ("analytics",)),
+            Section("schemas", "Schemas", "schema-list", ("schema",), scoped=True),
+            Section("connectors", "Connect", "connector-list", ("connector",), scoped=True),
+            Section("analytics", "Analytics", "analytics-home", ("analytics",), scoped=True),
         ),
     ),
     Group(
@@ -83,6 +85,7 @@ class SectionLink:
     href: str
     mode: str | None
     needs: str | None
+    scoped: bool
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ def section_links(cluster: str) -> tuple[GroupLinks, ...]:
                     reverse(s.url_name, kwargs={"cluster": cluster} if s.per_cluster else None),
                     s.mode,
                     s.needs,
+                    s.scoped,
                 )
                 for s in g.sections
             ),
@@ -126,7 +130,7 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
     mode as known, the configured cluster names, the current cluster and section."""
     match = getattr(request, "resolver_match", None)
     current = match.kwargs.get("cluster") if match else None
-    clusters = list(get_configs())
+    clusters = [c for c in get_configs() if on_cluster(request.user, c)] if hasattr(request, "user") else []
     # Pages outside a cluster (audit log, users) still lead back to the only cluster's sections, or the first's.
     sections_cluster = current if current in clusters else (clusters[0] if clusters else None)
     return {

@@ -72,23 +72,29 @@ def section_nav(context: Context) -> SafeString:
         return mark_safe("")
     can = context.get("can")
     manages_users = bool(can is not None and getattr(can, "manage_users", False))
-    return _section_nav(
-        cluster, context.get("nav_mode"), str(context.get("role") or ""), manages_users, context.get("nav_section")
-    )
+    role, partial = str(context.get("role") or ""), bool(context.get("partial"))
+    return _section_nav(cluster, context.get("nav_mode"), role, manages_users, context.get("nav_section"), partial)
 
 
 @functools.lru_cache(maxsize=1024)
-def _section_nav(cluster: str, mode: str | None, role: str, manages_users: bool, current: str | None) -> SafeString:
+def _section_nav(
+    cluster: str, mode: str | None, role: str, manages_users: bool, current: str | None, partial: bool = False
+) -> SafeString:
+    """``partial``: the user's roles on the cluster are scoped, so only the sections that follow grants."""
     groups = []
     for group in section_links(cluster):
         links = []
         for s in group.links:
             if (s.mode and mode and s.mode != mode) or (s.needs == "admin" and role != "admin"):
                 continue
+            if partial and not s.scoped:
+                continue
             if s.needs == "manage_users" and not manages_users:
                 continue
             mark = ' aria-current="page"' if s.key == current else ""
             links.append(f'<a href="{escape(s.href)}"{mark}>{escape(s.title)}</a>')
+        if not links:
+            continue
         title = escape(group.title)
         groups.append(
             f'<div class="nav-group" role="group" aria-label="{title}">'

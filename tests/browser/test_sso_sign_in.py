@@ -3,6 +3,9 @@ the provider (authorization code with PKCE), a person signs in there, and the pr
 Kazami role. The provider (mock-oauth2-server, tests/oidc_provider.py) is run by the test; its login page takes a
 user name and the claims to sign, as a company's provider would take a password.
 
+A group the role map does not name may carry grants (a team): given on the Users page, they are what its members
+see once they sign in.
+
 Refused: a user whose groups map to no role, a provider's user named like a local account (no takeover), and local
 password logins when sign-on is the only way in, except the break-glass admin."""
 
@@ -19,6 +22,7 @@ from broker.local import launcher
 from console.devserver import running_console
 from tests import oidc_provider
 from tests.conftest import BOOTSTRAP
+from tests.integration.kafka_helpers import create_topic, unique
 
 pytestmark = [
     pytest.mark.kafka,
@@ -137,5 +141,49 @@ def test_only_the_break_glass_admin_logs_in_with_a_password(browser: Any, sso_co
         page.click("button[type=submit]")
         assert page.goto(f"{sso_console}/users/").status == 200
         assert "breakglass" in (page.text_content(".who") or "")
+    finally:
+        page.close()
+
+
+def log_in_locally(page: Any, console: str, username: str, password: str) -> None:
+    page.goto(f"{console}/login/")
+    page.click("#local-login summary")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+
+
+def test_a_providers_group_carries_the_grant_an_admin_gives_its_team(
+    browser: Any, sso_console: str, artifacts: Path
+) -> None:
+    ours, theirs = unique("pay"), unique("ledger")
+    for topic in (ours, theirs):
+        create_topic(topic, partitions=1, replication=1)
+    admin = browser.new_page()
+    try:
+        log_in_locally(admin, sso_console, *BREAK_GLASS)
+        admin.goto(f"{sso_console}/users/")
+        admin.fill("#new-grant #id_team", "payments")
+        admin.fill("#new-grant #id_cluster", "local")
+        admin.select_option("#new-grant #id_resource", "topic")
+        admin.fill("#new-grant #id_pattern", "pay-*")
+        admin.select_option("#new-grant #id_role", "operator")
+        admin.click("#new-grant button[type=submit]")
+        admin.wait_for_url(f"{sso_console}/users/")
+        assert "local:topic:pay-*:operator" in (admin.text_content("#team-grants") or "")
+        admin.screenshot(path=str(artifacts / "users-grants.png"), full_page=True)
+    finally:
+        admin.close()
+    page = browser.new_page()
+    try:
+        sign_in_at_provider(page, sso_console, "pat", ["payments"])  # no role map entry: the team's grant
+        page.goto(f"{sso_console}/clusters/local/topics/?per_page=200")
+        listed = page.text_content("#topics-table") or page.content()
+        assert ours in listed
+        assert theirs not in listed
+        assert "operator" in (page.text_content(".who") or "")
+        page.screenshot(path=str(artifacts / "sso-scoped-topics.png"), full_page=True)
+        assert page.goto(f"{sso_console}/clusters/local/topics/{theirs}/").status == 404
+        assert page.goto(f"{sso_console}/clusters/local/zookeeper/").status == 403
     finally:
         page.close()

@@ -1,12 +1,15 @@
 """LDAP sign-in through the console's login form, against a real OpenLDAP (Debian's slapd, run by the test over
 StartTLS with its own CA: tests/ldap_server.py), with the directory's groups mapped to roles (issue 33).
 
+A directory group that maps to no role may carry grants (a team): its members sign in and see only what they reach.
+
 Refused: a wrong password, an unknown user, an empty password, a user in no mapped group, a user an admin disabled
 here, and a directory user named like a local account (the local password still logs in; the directory's does
 not)."""
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import urllib.parse
@@ -19,6 +22,7 @@ from broker.local import launcher
 from console.devserver import ServedConsole, console_process
 from tests import ldap_server
 from tests.conftest import BOOTSTRAP
+from tests.integration.kafka_helpers import create_topic, unique
 from tests.integration.test_hostile_input import Session, anonymous
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper("LDAP sign-in does not depend on the cluster's mode: run once")]
@@ -31,8 +35,14 @@ PEOPLE = {
     "erin": "erin-directory-pw-3",
     "frank": "frank-directory-pw-4",
     LOCAL[0]: "carol-directory-pw-5",
+    "gina": "gina-directory-pw-6",
 }
-GROUPS = {"kafka-ops": ["alice", "frank", LOCAL[0]], "kafka-admins": ["dave"], "interns": ["erin"]}
+GROUPS = {
+    "kafka-ops": ["alice", "frank", LOCAL[0]],
+    "kafka-admins": ["dave"],
+    "interns": ["erin"],
+    "payments": ["gina"],  # in no role map: what the team's grants give, once it has some
+}
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +145,28 @@ def test_an_empty_password_is_never_an_anonymous_bind(console: ServedConsole) ->
     answer = session.send("POST", "/login/", data.encode(), "application/x-www-form-urlencoded")
     assert answer.status == 200
     assert who(session) == ""
+
+
+def test_a_directory_group_with_a_grant_signs_its_members_in_to_what_the_grant_reaches(console: ServedConsole) -> None:
+    ours, theirs = unique("pay"), unique("ledger")
+    for topic in (ours, theirs):
+        create_topic(topic, partitions=1, replication=1)
+    _, status = try_login(console, "gina", PEOPLE["gina"])
+    assert status == 200  # no role and no grant yet
+    admin, _ = try_login(console, *ADMIN)
+    page = admin.send("GET", "/users/").body.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token is not None
+    grant = {"team": "payments", "cluster": "local", "resource": "topic", "pattern": "pay-*", "role": "operator"}
+    body = urllib.parse.urlencode({**grant, "csrfmiddlewaretoken": token[1]})
+    given = admin.send("POST", "/users/grants/", body.encode(), "application/x-www-form-urlencoded")
+    assert given.status == 302, given.body[:300]
+    session, status = try_login(console, "gina", PEOPLE["gina"])
+    assert status == 302
+    listed = json.loads(session.send("GET", "/api/clusters/local/topics/").body)["topics"]
+    names = {t["name"] for t in listed}
+    assert ours in names
+    assert theirs not in names
+    assert all(n.startswith("pay-") for n in names)
+    assert session.send("GET", f"/api/clusters/local/topics/{theirs}/").status == 404
+    assert session.send("GET", "/clusters/local/brokers/configs/").status == 403

@@ -62,7 +62,7 @@ def names(kafka_cluster: launcher.ClusterLayout) -> Iterator[Names]:
     produce(found.secret, [(b"s", b"the other team's secret")])
     commit(found.group, {(found.orders, 0): 1})
     commit(found.other_group, {(found.secret, 0): 1})
-    yield found
+    return found
 
 
 @pytest.fixture(autouse=True)
@@ -96,13 +96,16 @@ def test_a_scoped_operator_sees_only_what_its_grants_reach_in_every_list(names: 
     assert client.get("/")["Location"] == "/clusters/local/topics/"  # not the whole cluster's overview
 
     page = client.get("/clusters/local/topics/?per_page=200").content.decode()
-    assert names.orders in page and names.events in page and names.shared in page
+    assert names.orders in page
+    assert names.events in page
+    assert names.shared in page
     assert names.secret not in page
     listed = {t["name"] for t in client.get("/api/clusters/local/topics/").json()["topics"]}
     assert listed == {names.orders, names.events, names.shared}
 
     groups_page = client.get("/clusters/local/groups/").content.decode()
-    assert names.group in groups_page and names.other_group not in groups_page
+    assert names.group in groups_page
+    assert names.other_group not in groups_page
     assert [g["group_id"] for g in client.get("/api/clusters/local/groups/").json()["groups"]] == [names.group]
     export = client.get("/clusters/local/groups-report.json").json()
     assert [g["group_id"] for g in export["groups"]] == [names.group]
@@ -111,9 +114,11 @@ def test_a_scoped_operator_sees_only_what_its_grants_reach_in_every_list(names: 
     assert set(tables) == {names.orders, names.events, names.shared}
     assert client.get("/api/clusters/local/analytics/sql/tables/", {"topic": names.secret}).status_code == 404
     analytics = client.get("/clusters/local/analytics/").content.decode()
-    assert names.orders in analytics and names.secret not in analytics
+    assert names.orders in analytics
+    assert names.secret not in analytics
     sql_page = client.get("/clusters/local/analytics/sql/").content.decode()
-    assert names.orders in sql_page and names.secret not in sql_page
+    assert names.orders in sql_page
+    assert names.secret not in sql_page
 
     consumers = client.get(f"/clusters/local/topics/{names.orders}/consumers/").content.decode()
     assert names.group in consumers
@@ -167,12 +172,16 @@ def test_a_scoped_operator_changes_only_where_its_grants_allow_and_refusals_are_
     assert viewer_only.status_code == 403
     assert "operator or admin role on" in viewer_only.json()["message"]
 
-    created = post_json(client, "/api/clusters/local/topics/", {"name": f"{names.team}.new", "partitions": 1, "replication_factor": 1})
+    created = post_json(
+        client, "/api/clusters/local/topics/", {"name": f"{names.team}.new", "partitions": 1, "replication_factor": 1}
+    )
     assert created.status_code == 201, created.content
-    elsewhere = post_json(client, "/api/clusters/local/topics/", {"name": unique("not-theirs"), "partitions": 1, "replication_factor": 1})
+    elsewhere = post_json(
+        client, "/api/clusters/local/topics/", {"name": unique("not-theirs"), "partitions": 1, "replication_factor": 1}
+    )
     assert elsewhere.status_code == 403
 
-    sql = {"report": "sql", "sql": f"SELECT count(*) FROM `{names.secret}`", "range": "24h"}
+    sql = {"report": "sql", "sql": f"SELECT count(*) FROM `{names.secret}`", "range": "24h"}  # noqa: S608
     refused_sql = post_json(client, "/api/clusters/local/jobs/", sql)
     assert refused_sql.status_code == 403
     lag_of_all = post_json(client, "/api/clusters/local/jobs/", {"report": "lag", "groups": []})
@@ -218,9 +227,11 @@ def test_a_scoped_users_websockets_follow_its_grants(names: Names) -> None:
     assert _first(headers, f"/ws/clusters/local/group/?group={names.other_group}")[0] == 4404
     code, groups = _first(headers, "/ws/clusters/local/groups/?grants=local:cluster:*:viewer")  # a forged scope
     assert code is None
-    assert names.group in groups and names.other_group not in groups
+    assert names.group in groups
+    assert names.other_group not in groups
     admin_code, every = _first(websocket_headers(logged_in("admin")), "/ws/clusters/local/groups/")
-    assert admin_code is None and names.other_group in every
+    assert admin_code is None
+    assert names.other_group in every
 
 
 # --- managing grants ----------------------------------------------------------------------------------------------
@@ -241,7 +252,8 @@ def test_the_api_and_the_users_page_give_and_take_grants_and_a_teams_grants_reac
     assert post_json(operator, "/api/grants/", body).status_code == 403
     given = post_json(admin, "/api/grants/", body)
     assert given.status_code == 201
-    assert given.json()["team"] == "payments" and given.json()["pattern"] == f"{names.team}.e*"
+    assert given.json()["team"] == "payments"
+    assert given.json()["pattern"] == f"{names.team}.e*"
     assert post_json(admin, "/api/grants/", {"team": "payments", "grant": "local:topic"}).status_code == 400
 
     member = User.objects.create_user("pat", password="kz-Pats-Own-Password-5!")
@@ -261,7 +273,8 @@ def test_the_api_and_the_users_page_give_and_take_grants_and_a_teams_grants_reac
     }
     assert admin.post("/users/grants/", form).status_code == 302
     users_page = admin.get("/users/").content.decode()
-    assert f"local:group:{names.team}-*:operator" in users_page and "team payments" in users_page
+    assert f"local:group:{names.team}-*:operator" in users_page
+    assert "team payments" in users_page
     assert [g["group_id"] for g in client.get("/api/clusters/local/groups/").json()["groups"]] == [names.group]
 
     stored = Grant.objects.get(team="payments")
