@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -54,7 +53,7 @@ class Names:
 
 
 @pytest.fixture(scope="module")
-def names(kafka_cluster: launcher.ClusterLayout) -> Iterator[Names]:
+def names(kafka_cluster: launcher.ClusterLayout) -> Names:
     found = Names()
     for topic in (found.orders, found.events, found.secret, found.shared):
         create_topic(topic, partitions=1, replication=1)
