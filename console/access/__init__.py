@@ -122,6 +122,8 @@ ACTIONS: dict[str, Action] = {
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
     "user.grant": Action("manage_users", "give scoped roles"),
+    # Not a change: a request to change something outside a scoped user's grants, refused before its view (audited).
+    "access.scoped": Action("view_console", "reach beyond one's grants"),
     "user.revoke": Action("manage_users", "take scoped roles away"),
     "quotas.change": Action("reassign_partitions", "change client quotas"),
     "acls.create": Action("reassign_partitions", "create ACLs"),
@@ -515,6 +517,8 @@ class AccessMiddleware:
             if refused is None:
                 return None
             status, message = refused
+            if request.method not in ("GET", "HEAD", "OPTIONS"):  # a change tried: audited, as every refusal is
+                record(request, "access.scoped", kwargs.get("cluster"), request.path, {}, "refused", message)
         else:
             status, message = (
                 403,

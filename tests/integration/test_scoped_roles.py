@@ -187,7 +187,9 @@ def test_a_scoped_operator_changes_only_where_its_grants_allow_and_refusals_are_
     assert lag_of_all.status_code == 403  # every group is the whole cluster's
 
     refused = AuditEntry.objects.filter(username="alice", outcome="refused").values_list("action", flat=True)
-    assert {"message.produce", "topic.create", "analytics.start"} <= set(refused)
+    assert {"message.produce", "topic.create", "analytics.start", "access.scoped"} <= set(refused)
+    unseen = AuditEntry.objects.get(username="alice", action="access.scoped")
+    assert unseen.target == f"/api/clusters/local/topics/{names.secret}/produce/"
     done = AuditEntry.objects.filter(username="alice", outcome="done").values_list("action", flat=True)
     assert {"message.produce", "topic.create"} <= set(done)
 
