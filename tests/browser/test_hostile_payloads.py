@@ -16,7 +16,11 @@ from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import create_topic, unique
 from tests.integration.test_groups import commit
 
-pytestmark = [pytest.mark.kafka, pytest.mark.browser]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.browser,
+    pytest.mark.zookeeper("escaping payloads does not depend on the cluster's mode: run once"),
+]
 
 # Each payload, if it ever ran, would set window.__pwned to its own name.
 MARKUP = [

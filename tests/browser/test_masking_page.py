@@ -15,7 +15,11 @@ from console.devserver import running_console
 from tests.browser.conftest import ADMIN, VIEWER, log_in
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.browser]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.browser,
+    pytest.mark.zookeeper("masking does not depend on the cluster's mode: run once"),
+]
 
 EMAIL = "ann.secret@example.com"
 RULES = [

@@ -26,7 +26,11 @@ from tests.conftest import BOOTSTRAP, console_user, logged_in, websocket_headers
 from tests.integration.kafka_helpers import admin, create_topic, produce, unique
 from tests.integration.test_groups import commit
 
-pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.zookeeper("who may do what does not depend on the cluster's mode: run once"),
+]
 
 PAGES = [
     "/clusters/local/",

@@ -38,7 +38,10 @@ from tests.conftest import BOOTSTRAP
 from tests.integration.kafka_helpers import admin, create_topic, produce, unique
 from tests.integration.test_groups import commit
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("answers to hostile input does not depend on the cluster's mode: run once"),
+]
 
 ADMIN = ("sweeper-admin", "Kz-7fj2-QpLm-93xd")
 VIEWER = ("sweeper-viewer", "Vw-4hs8-TrNb-61ka")

@@ -13,7 +13,10 @@ from bench import bench_load
 from broker.local import launcher
 from tests.conftest import BOOTSTRAP
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("the console's load benchmark does not depend on the cluster's mode: run once"),
+]
 
 
 def run_small(cluster: launcher.ClusterLayout) -> dict[str, Any]:

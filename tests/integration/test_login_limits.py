@@ -27,7 +27,10 @@ from broker.local import launcher
 from console.devserver import REPO, ServedConsole, console_process
 from tests.conftest import BOOTSTRAP
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("login limits does not depend on the cluster's mode: run once"),
+]
 
 LOCK_SECONDS = 30  # KAZAMI_LOGIN_LOCK_SECONDS of the console under test (the default is 15 minutes)
 ADDRESS_FAILURES = 12  # KAZAMI_LOGIN_ADDRESS_FAILURES (the default is 50)

@@ -24,7 +24,11 @@ from console.asgi import application
 from tests.conftest import console_user, logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 
-pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.zookeeper("masking does not depend on the cluster's mode: run once"),
+]
 
 EMAIL = "ann.secret@example.com"
 CARD = "4111-2222-3333-4444"

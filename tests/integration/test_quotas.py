@@ -86,7 +86,9 @@ def throttle_ms(client_id: str, topic: str, total: int = 1_000_000) -> tuple[flo
 
 
 def throttled_or_none(client_id: str, topic: str, throttled: bool) -> tuple[float, float] | None:
-    found = throttle_ms(client_id, topic)
+    # 200 KB is twenty seconds' worth at the 10 KB/s quota, sent at once: throttled from its first responses, and
+    # drained far sooner than a megabyte is under the quota.
+    found = throttle_ms(client_id, topic, 200_000)
     return found if (found[1] > 0) == throttled else None
 
 

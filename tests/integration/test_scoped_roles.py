@@ -28,7 +28,11 @@ from tests.conftest import logged_in, websocket_headers
 from tests.integration.kafka_helpers import create_topic, produce, unique
 from tests.integration.test_groups import commit
 
-pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.zookeeper("what grants reach does not depend on the cluster's mode: run once"),
+]
 
 
 class Names:

@@ -24,7 +24,11 @@ from console.models import AuditEntry
 from tests.conftest import logged_in
 from tests.integration.kafka_helpers import create_topic, unique, until
 
-pytestmark = [pytest.mark.kafka, pytest.mark.django_db]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.django_db,
+    pytest.mark.zookeeper("hiding secrets does not depend on the cluster's mode: run once"),
+]
 
 CONNECTORS = "/api/clusters/local/connectors/"
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"

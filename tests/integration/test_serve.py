@@ -29,7 +29,10 @@ from broker.local import launcher
 from console.devserver import REPO, ServedConsole, console_process
 from tests.conftest import BOOTSTRAP
 
-pytestmark = pytest.mark.kafka
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.zookeeper("serving with several workers does not depend on the cluster's mode: run once"),
+]
 
 VIEWER = ("serve-viewer", "serve-viewer-password-1")
 
