@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
-from broker.errors import InvalidInput
+from broker.errors import InvalidInput, NotFound
 from console import access
 from console.changes import grants as grant_changes
 from console.errors import api_view, page_view
@@ -28,7 +28,11 @@ def grant_new(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return users_page(request, grant_form=form, status=400)
     data = form.cleaned_data
-    grant_changes.add(request, data["user"].strip(), data["team"].strip(), form.spec)
+    try:
+        grant_changes.add(request, data["user"].strip(), data["team"].strip(), form.spec)
+    except (InvalidInput, NotFound) as exc:  # said beside the form, which keeps what was typed
+        form.add_error(None, str(exc))
+        return users_page(request, grant_form=form, status=400)
     holder = f"user {data['user'].strip()}" if data["user"].strip() else f"team {data['team'].strip()}"
     messages.success(request, f"{holder}: {form.spec} given.")
     return redirect("users")

@@ -276,6 +276,9 @@ def test_the_api_and_the_users_page_give_and_take_grants_and_a_teams_grants_reac
         "pattern": f"{names.team}-*",
         "role": "operator",
     }
+    unknown = admin.post("/users/grants/", {**form, "user": "nobody-here"})
+    assert unknown.status_code == 400
+    assert "No user named" in unknown.content.decode()
     assert admin.post("/users/grants/", form).status_code == 302
     users_page = admin.get("/users/").content.decode()
     assert f"local:group:{names.team}-*:operator" in users_page
