@@ -73,6 +73,8 @@ def test_an_admin_gives_grants_on_the_users_page_and_the_user_sees_only_what_the
         groups = sam.text_content("main") or ""
         assert f"{team}-app" in groups
         assert f"{theirs}-app" not in groups
+        assert not sam.is_visible("text=/metrics")  # every cluster's figures, and every group's report: not its
+        assert not sam.is_visible("button:has-text('Lag report')")
         sam.screenshot(path=str(artifacts / "scoped-groups.png"), full_page=True)
 
         sam.goto(f"{console_url}/clusters/local/topics/{ours}/")
