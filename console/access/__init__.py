@@ -52,8 +52,8 @@ def _named(target: str) -> list[str] | None:
     return [target] if target else []
 
 
-def _connector(target: str) -> list[str] | None:
-    """``worker/connector`` names the connector; a bare worker, none yet."""
+def _after_slash(target: str) -> list[str] | None:
+    """``worker/connector`` names the connector, ``cluster/topic`` the topic written; without a "/", none yet."""
     return [target.split("/", 1)[1]] if "/" in target else []
 
 
@@ -65,11 +65,6 @@ def _copied_to(target: str) -> list[str] | None:
 def _subject(target: str) -> list[str] | None:
     """A subject, or the registry's global setting (``(global)``), which is the whole cluster's."""
     return None if target == "(global)" else _named(target)
-
-
-def _imported(target: str) -> list[str] | None:
-    """``cluster/topic`` names the topic written."""
-    return [target.split("/", 1)[1]] if "/" in target else []
 
 
 def _listed(target: str) -> list[str] | None:
@@ -112,7 +107,7 @@ ACTIONS: dict[str, Action] = {
     "transactions.abort": Action("delete_topics", "abort hanging transactions"),
     # Moving data: operators copy, import and redrive (they write to topics, as producing does).
     "topic.copy": Action("produce_messages", "copy records between topics", kind="topic", names=_copied_to),
-    "topic.import": Action("produce_messages", "import records into topics", kind="topic", names=_imported),
+    "topic.import": Action("produce_messages", "import records into topics", kind="topic", names=_after_slash),
     "topic.redrive": Action("produce_messages", "send dead letters back to their topics"),
     "zookeeper.create": Action("write_zookeeper", "create znodes"),
     "zookeeper.set": Action("write_zookeeper", "change znodes"),
@@ -122,9 +117,9 @@ ACTIONS: dict[str, Action] = {
     "user.create": Action("manage_users", "create users"),
     "user.change": Action("manage_users", "change users"),
     "user.grant": Action("manage_users", "give scoped roles"),
+    "user.revoke": Action("manage_users", "take scoped roles away"),
     # Not a change: a request to change something outside a scoped user's grants, refused before its view (audited).
     "access.scoped": Action("view_console", "reach beyond one's grants"),
-    "user.revoke": Action("manage_users", "take scoped roles away"),
     "quotas.change": Action("reassign_partitions", "change client quotas"),
     "acls.create": Action("reassign_partitions", "create ACLs"),
     "acls.delete": Action("reassign_partitions", "delete ACLs"),
@@ -134,15 +129,17 @@ ACTIONS: dict[str, Action] = {
     # Kafka Connect: operators run connectors (as they change topics and reset offsets); admins delete them.
     "connect.create": Action("change_topics", "create connectors"),
     "connect.config": Action("change_topics", "change connector configs"),
-    "connect.pause": Action("change_topics", "pause connectors", kind="connector", names=_connector),
-    "connect.resume": Action("change_topics", "resume connectors", kind="connector", names=_connector),
-    "connect.stop": Action("change_topics", "stop connectors", kind="connector", names=_connector),
-    "connect.restart": Action("change_topics", "restart connectors and tasks", kind="connector", names=_connector),
+    "connect.pause": Action("change_topics", "pause connectors", kind="connector", names=_after_slash),
+    "connect.resume": Action("change_topics", "resume connectors", kind="connector", names=_after_slash),
+    "connect.stop": Action("change_topics", "stop connectors", kind="connector", names=_after_slash),
+    "connect.restart": Action("change_topics", "restart connectors and tasks", kind="connector", names=_after_slash),
     "connect.restart_failed": Action(
-        "change_topics", "restart failed connector tasks", kind="connector", names=_connector
+        "change_topics", "restart failed connector tasks", kind="connector", names=_after_slash
     ),
-    "connect.offsets": Action("reset_offsets", "reset or alter connector offsets", kind="connector", names=_connector),
-    "connect.delete": Action("delete_topics", "delete connectors", kind="connector", names=_connector),
+    "connect.offsets": Action(
+        "reset_offsets", "reset or alter connector offsets", kind="connector", names=_after_slash
+    ),
+    "connect.delete": Action("delete_topics", "delete connectors", kind="connector", names=_after_slash),
     # Schema registry: operators register schemas and set compatibility (as they change topics); admins delete.
     "schemas.register": Action("change_topics", "register schemas", kind="subject", names=_subject),
     "schemas.compatibility": Action("change_topics", "change schema compatibility", kind="subject", names=_subject),
@@ -240,8 +237,7 @@ def signed_in_as(user: Any, role: str | None, teams: list[str]) -> bool:
         take_role(user)
     elif role_of(user) != role:
         set_role(user, role)
-    grants.set_teams(user, teams)
-    grants.forget(user)
+    grants.set_teams(user, teams)  # forgets the grants it had asked for when the teams change
     return role is not None or bool(grants.grants_of(user))
 
 
@@ -298,10 +294,8 @@ def sees_all(user: Any, cluster: str) -> bool:
 def visible(request: HttpRequest, cluster: str, kind: str, items: list[T], name: Callable[[T], str]) -> list[T]:
     """``items`` (topics, groups, connectors, subjects...) of ``cluster`` that the request's user may see, by
     ``name(item)``: all of them for a role on the whole cluster."""
-    if sees_all(request.user, cluster):
-        return items
-    scope = scope_of(request.user)
-    return [item for item in items if scope.sees(cluster, kind, name(item))]
+    keep = seen(request, cluster, kind)
+    return items if keep is None else [item for item in items if keep(name(item))]
 
 
 def seen(request: HttpRequest, cluster: str, kind: str) -> Callable[[str], bool] | None:

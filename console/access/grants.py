@@ -191,18 +191,25 @@ def team_grants_exist(names: Iterable[str]) -> bool:
     return Stored.objects.filter(team__in=[n for n in names if n]).exists()
 
 
-def do_add_grant(user: Any, team: str, text: str) -> Any:
-    """Store the grant ``text`` (CLUSTER:RESOURCE:GLOB:ROLE) for ``user``, or for ``team`` when user is None; the
-    one already stored when the holder has it. Raises ValueError for a malformed grant or no holder."""
-    from console.models import Grant as Stored
-
+def check_grant(user: Any, team: str, text: str) -> Grant:
+    """The grant ``text`` (CLUSTER:RESOURCE:GLOB:ROLE) for ``user``, or for ``team`` when user is None; raises
+    ValueError for a malformed grant, no holder or both, or a name no team may have."""
     grant = parse_grant(text)
     team = team.strip()
     if (user is None) == (not team):
         raise ValueError("A grant is given to a user or to a team (one of them).")
     if team and (team in ROLE_ORDER or len(team) > 150):
         raise ValueError(f"{team[:160]!r} cannot name a team (a role's name, or longer than 150 characters).")
+    return grant
+
+
+def do_add_grant(user: Any, team: str, text: str) -> Any:
+    """Store the grant ``text`` for ``user`` or ``team`` (see check_grant, whose ValueError it raises); the one
+    already stored when the holder has it."""
+    from console.models import Grant as Stored
+
+    grant = check_grant(user, team, text)
     found, _ = Stored.objects.get_or_create(
-        user=user, team=team, cluster=grant.cluster, resource=grant.kind, pattern=grant.pattern, role=grant.role
+        user=user, team=team.strip(), cluster=grant.cluster, resource=grant.kind, pattern=grant.pattern, role=grant.role
     )
     return found

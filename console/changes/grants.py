@@ -25,20 +25,15 @@ def add(request: HttpRequest, username: str, team: str, text: str) -> Grant:
         user = User.objects.filter(username=username).first()
         if user is None:
             raise NotFound(f"No user named {username!r}.")
-    try:
-        grants.parse_grant(text)
-        if (user is None) == (not team.strip()):
-            raise ValueError("Give the grant to a user or to a team (one of them).")
+    try:  # refused as any invalid input is, before the audit log
+        grants.check_grant(user, team, text)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     params: dict[str, Any] = {"grant": text.strip()}
 
     def give() -> Grant:
-        try:
-            found: Grant = grants.do_add_grant(user, team, text)
-            return found
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
+        found: Grant = grants.do_add_grant(user, team, text)
+        return found
 
     return perform(request, "user.grant", None, f"{holder_of(user, team.strip())}: {text.strip()}"[:500], params, give)
 
